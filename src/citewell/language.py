@@ -1,0 +1,46 @@
+"""Which language a text is in, for the three languages citewell is tuned for.
+
+Used to pick a stemmer for BM25 and to report a source's main language. The guess is cheap and
+deliberately simple: Han characters mean Chinese; otherwise the share of Spanish and English
+function words decides. Anything else is reported as None and indexed without stemming.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["detect_language", "is_cjk"]
+
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_WORD = re.compile(r"[^\W\d_]+")
+
+_SPANISH = frozenset(
+    "el la los las un una unos unas y o de del al en con por para que se su sus es son fue "
+    "está están como más pero sin sobre entre también lo le les ya muy este esta estos estas "
+    "ese esa hay donde cuando quien cual qué cómo".split()
+)
+_ENGLISH = frozenset(
+    "the a an and or of to in on at by for with from that this these those is are was were be "
+    "been it its as but not which who what when where how there their they he she his her".split()
+)
+
+
+def is_cjk(char: str) -> bool:
+    """Whether one character is a Han ideograph."""
+    return _HAN.match(char) is not None
+
+
+def detect_language(text: str) -> str | None:
+    """Guess 'en', 'es' or 'zh' for a text; None when nothing decides."""
+    sample = text[:20_000]
+    han = len(_HAN.findall(sample))
+    words = [w.lower() for w in _WORD.findall(sample)]
+    if han and han >= len(words) * 0.5:
+        return "zh"
+    if not words:
+        return None
+    spanish = sum(w in _SPANISH for w in words) + 2 * sum(c in "ñ¿¡" for c in sample)
+    english = sum(w in _ENGLISH for w in words)
+    if max(spanish, english) < max(1, len(words) // 50):
+        return None
+    return "es" if spanish > english else "en"

@@ -1,0 +1,351 @@
+"""The vocabulary of citewell, defined once and used everywhere.
+
+Units, fixed for the whole project:
+
+- **Offsets are Unicode code points** (Python ``str`` indices) into one text: a source's canonical
+  text or an answer's text. ``start`` is inclusive, ``end`` is exclusive.
+- **Pages are 1-based.** A page *label* is the document's own name for a page ("iv", "A-3"); it is
+  ``None`` when the document defines none.
+- **Boxes are in page coordinates**: PDF points (1/72 inch) for PDFs, pixels for images, with the
+  origin at the top-left corner of the page and y growing downward.
+
+This module holds structure, not presentation: no wire formats, no formatted strings, no logic
+beyond validation. It imports nothing from citewell.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from enum import StrEnum
+from typing import Annotated, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = [
+    "Answer",
+    "Box",
+    "Bucket",
+    "Chunk",
+    "Citation",
+    "CitedSource",
+    "Claim",
+    "Comparison",
+    "CompoundFilter",
+    "Filter",
+    "GroundingState",
+    "MetadataValue",
+    "Modality",
+    "Page",
+    "Passage",
+    "Principal",
+    "RetrievalMode",
+    "ScoreBreakdown",
+    "SentenceMatch",
+    "Source",
+    "SourceStatus",
+    "Span",
+    "Trace",
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+MetadataValue = str | int | float | bool
+"""A value a source's metadata may hold (the same types as OpenAI vector-store attributes)."""
+
+
+class Span(_Model):
+    """A range of one text, in code points: ``text[start:end]``."""
+
+    start: int = Field(ge=0, description="First code point of the range (inclusive).")
+    end: int = Field(ge=0, description="Code point after the range (exclusive).")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Self:
+        if self.end < self.start:
+            raise ValueError(f"span end {self.end} precedes start {self.start}")
+        return self
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+    def overlaps(self, other: Span) -> bool:
+        """Whether the two ranges share at least one code point."""
+        return self.start < other.end and other.start < self.end
+
+    def contains(self, other: Span) -> bool:
+        return self.start <= other.start and other.end <= self.end
+
+
+class Modality(StrEnum):
+    """What a page (or a whole source) is made of, which decides how it can be cited."""
+
+    TEXT = "text"
+    """Text only: cited by character range (and page and boxes for PDFs)."""
+    MULTIMODAL = "multimodal"
+    """A page with a text layer and images."""
+    IMAGE = "image"
+    """Pixels only; its text comes from OCR."""
+
+
+class Box(_Model):
+    """A rectangle on a page, in page coordinates (see the module docstring)."""
+
+    page_number: int = Field(ge=1, description="1-based page the box lies on.")
+    x0: float = Field(description="Left edge.")
+    y0: float = Field(description="Top edge.")
+    x1: float = Field(description="Right edge.")
+    y1: float = Field(description="Bottom edge.")
+
+
+class Page(_Model):
+    """One page of a paginated source, and the range of the canonical text it holds."""
+
+    number: int = Field(ge=1, description="1-based position of the page in the document.")
+    label: str | None = Field(
+        default=None, description="The document's own label for the page, None when it has none."
+    )
+    span: Span = Field(description="Range of the source's canonical text on this page.")
+    width: float = Field(gt=0, description="Page width in page coordinates.")
+    height: float = Field(gt=0, description="Page height in page coordinates.")
+    modality: Modality = Field(default=Modality.TEXT, description="What the page is made of.")
+
+
+class SourceStatus(StrEnum):
+    """Where a source is in its life. Only ``ready`` sources are searched or cited."""
+
+    READY = "ready"
+
+
+class Source(_Model):
+    """One version of one original file in a bucket."""
+
+    id: str = Field(description="Stable identifier, 'src_' followed by hex digits.")
+    bucket_id: str = Field(description="The bucket the source belongs to.")
+    filename: str = Field(description="Name of the original file; versions share it.")
+    mime_type: str = Field(description="Media type of the original file.")
+    content_hash: str = Field(description="SHA-256 of the original bytes, hex.")
+    byte_size: int = Field(ge=0, description="Size of the original file in bytes.")
+    version: int = Field(ge=1, description="1 for the first file of this name in the bucket.")
+    supersedes: str | None = Field(default=None, description="Id of the previous version.")
+    superseded_by: str | None = Field(
+        default=None, description="Id of the next version; None for the current version."
+    )
+    status: SourceStatus = Field(default=SourceStatus.READY, description="Life-cycle state.")
+    title: str | None = Field(default=None, description="Title found in the document, if any.")
+    language: str | None = Field(
+        default=None, description="Main language, ISO 639-1 ('en', 'es', 'zh'), if detected."
+    )
+    modality: Modality = Field(default=Modality.TEXT, description="What the source is made of.")
+    page_count: int | None = Field(
+        default=None, description="Number of pages; None for sources without pages."
+    )
+    char_count: int = Field(ge=0, description="Length of the canonical text in code points.")
+    effective_date: dt.date | None = Field(
+        default=None, description="Date from which the content applies, when the owner gave one."
+    )
+    acl: frozenset[str] = Field(
+        default=frozenset(),
+        description="Labels of which a principal must hold one to see the source; "
+        "empty means everyone with access to the bucket.",
+    )
+    metadata: dict[str, MetadataValue] = Field(
+        default_factory=dict, description="Owner-supplied attributes, usable in filters."
+    )
+    created_at: dt.datetime = Field(description="When this version was ingested (UTC).")
+
+    @property
+    def is_current(self) -> bool:
+        return self.superseded_by is None
+
+
+class Bucket(_Model):
+    """A named set of sources: the unit of scope for search, answers and permissions."""
+
+    id: str = Field(description="Stable identifier, 'bkt_' followed by hex digits.")
+    tenant_id: str = Field(description="The workspace that owns the bucket.")
+    slug: str = Field(description="Name used in URLs and on the command line, unique per tenant.")
+    name: str = Field(description="Human-readable name.")
+    created_at: dt.datetime = Field(description="When the bucket was created (UTC).")
+
+
+class Chunk(_Model):
+    """A retrievable passage: whole sentences of one source, inside one structural section."""
+
+    id: str = Field(description="Stable identifier, derived from the source id and the index.")
+    source_id: str = Field(description="The source the passage belongs to.")
+    index: int = Field(ge=0, description="Position of the chunk within its source.")
+    span: Span = Field(description="Range of the source's canonical text.")
+    text: str = Field(description="The canonical text of the range.")
+    heading_path: tuple[str, ...] = Field(
+        default=(), description="Headings enclosing the chunk, outermost first."
+    )
+    page_numbers: tuple[int, ...] = Field(
+        default=(), description="Pages the chunk lies on, ascending; empty without pages."
+    )
+    sentences: tuple[Span, ...] = Field(
+        description="Sentence ranges within the chunk, in source coordinates."
+    )
+
+
+class Principal(_Model):
+    """Who is asking. Decides which buckets and which ACL-labelled sources are visible."""
+
+    tenant_id: str = Field(default="default", description="The caller's workspace.")
+    acl_labels: frozenset[str] = Field(
+        default=frozenset(), description="Labels the caller holds, matched against source ACLs."
+    )
+    sees_all_labels: bool = Field(
+        default=False, description="Whether ACL labels are ignored (an owner or the local user)."
+    )
+    bucket_ids: frozenset[str] | None = Field(
+        default=None, description="Buckets the caller is restricted to; None for all of the tenant."
+    )
+
+    @classmethod
+    def local(cls) -> Principal:
+        """The single user of an embedded installation: sees everything of the default tenant."""
+        return cls(sees_all_labels=True)
+
+    def can_see(self, acl: frozenset[str]) -> bool:
+        """Whether a source with these ACL labels is visible to this principal."""
+        return self.sees_all_labels or not acl or not acl.isdisjoint(self.acl_labels)
+
+
+class Comparison(_Model):
+    """Compares one attribute of a source with a value (OpenAI's ``ComparisonFilter``).
+
+    ``key`` is a metadata key, or one of the built-in attributes ``filename``, ``mime_type``,
+    ``language``, ``modality``, ``effective_date`` (ISO date), ``source_id``.
+    """
+
+    type: Literal["eq", "ne", "gt", "gte", "lt", "lte", "in", "nin"] = Field(
+        description="The comparison operator."
+    )
+    key: str = Field(min_length=1, description="The attribute compared.")
+    value: MetadataValue | list[MetadataValue] = Field(
+        description="The value compared with; a list for 'in' and 'nin'."
+    )
+
+
+class CompoundFilter(_Model):
+    """Combines filters with 'and' or 'or' (OpenAI's ``CompoundFilter``)."""
+
+    type: Literal["and", "or"] = Field(description="How the filters combine.")
+    filters: list[Filter] = Field(description="The filters combined.")
+
+
+Filter = Annotated[Comparison | CompoundFilter, Field(discriminator="type")]
+
+
+class RetrievalMode(StrEnum):
+    """Which retrievers take part in a search."""
+
+    HYBRID = "hybrid"
+    LEXICAL = "lexical"
+    DENSE = "dense"
+
+
+class ScoreBreakdown(_Model):
+    """How a passage scored in each retriever and after fusion."""
+
+    fused: float = Field(description="Fused score in [0, 1]; results are ranked by it.")
+    lexical: float | None = Field(default=None, description="BM25 score; None if not matched.")
+    lexical_rank: int | None = Field(default=None, description="1-based rank in the BM25 list.")
+    dense: float | None = Field(default=None, description="Cosine similarity; None if not ranked.")
+    dense_rank: int | None = Field(default=None, description="1-based rank in the dense list.")
+
+
+class SentenceMatch(_Model):
+    """A sentence of a retrieved passage that matches the query."""
+
+    span: Span = Field(description="Range of the sentence in the source's canonical text.")
+    text: str = Field(description="The sentence.")
+    score: float = Field(description="How well the sentence matches the query, in [0, 1].")
+    page_number: int | None = Field(default=None, description="Page the sentence starts on.")
+    page_label: str | None = Field(default=None, description="Label of that page.")
+
+
+class Passage(_Model):
+    """One search result: a chunk, its source, its scores and its best sentences."""
+
+    chunk: Chunk = Field(description="The retrieved chunk.")
+    source: Source = Field(description="The source version the chunk belongs to.")
+    scores: ScoreBreakdown = Field(description="Scores per retriever and fused.")
+    sentences: tuple[SentenceMatch, ...] = Field(
+        description="The chunk's sentences that best match the query, best first."
+    )
+    page_number: int | None = Field(default=None, description="First page of the chunk.")
+    page_label: str | None = Field(default=None, description="Label of that page.")
+
+
+class GroundingState(StrEnum):
+    """Whether an answer's sources may be shown."""
+
+    AVAILABLE = "available"
+    """Cited sources may be shown."""
+    HIDDEN = "hidden"
+    """The agent's policy hides sources."""
+    MISSING = "missing"
+    """The question needed sources and none supported an answer."""
+    NONE = "none"
+    """No grounding was attempted."""
+
+
+class Claim(_Model):
+    """A span of an answer's text that states something, usually one sentence."""
+
+    span: Span = Field(description="Range of the answer text.")
+    supported: bool = Field(description="Whether at least one kept citation supports the claim.")
+
+
+class Citation(_Model):
+    """A claim of the answer pointing at the range of a source that supports it."""
+
+    claim_index: int = Field(ge=0, description="Index of the cited claim in Answer.claims.")
+    source_index: int = Field(
+        ge=1, description="1-based number of the source in the answer, in order of first citation."
+    )
+    source_id: str = Field(description="The cited source version.")
+    chunk_id: str = Field(description="The chunk holding the cited range.")
+    span: Span = Field(description="Cited range of the source's canonical text.")
+    cited_text: str = Field(description="Exactly the cited range of the canonical text.")
+    page_number: int | None = Field(default=None, description="Page where the range starts.")
+    page_label: str | None = Field(default=None, description="Label of that page.")
+    boxes: tuple[Box, ...] = Field(default=(), description="Boxes covering the cited range.")
+    support: float | None = Field(
+        default=None, description="Verifier's support score in [0, 1]; None if not verified."
+    )
+
+
+class CitedSource(_Model):
+    """A source as numbered within one answer."""
+
+    source_index: int = Field(ge=1, description="1-based number, in order of first citation.")
+    source: Source = Field(description="The source version.")
+
+
+class Trace(_Model):
+    """What happened while answering, kept for evaluation and audit (ids and scores only)."""
+
+    retrieved_chunk_ids: tuple[str, ...] = Field(default=(), description="Retrieved, ranked.")
+    cited_chunk_ids: tuple[str, ...] = Field(default=(), description="Cited, in citation order.")
+    timings_ms: dict[str, float] = Field(default_factory=dict, description="Stage durations.")
+    settings_fingerprint: str = Field(default="", description="Hash of the settings in force.")
+
+
+class Answer(_Model):
+    """The one internal answer that every API surface renders."""
+
+    id: str = Field(description="Stable identifier of the answer.")
+    question: str = Field(description="The question answered.")
+    text: str = Field(description="The answer as flat text, with no citation markers.")
+    claims: tuple[Claim, ...] = Field(default=(), description="Claims, in text order.")
+    citations: tuple[Citation, ...] = Field(default=(), description="Citations, in text order.")
+    sources: tuple[CitedSource, ...] = Field(
+        default=(), description="Cited sources, ordered by source_index."
+    )
+    grounding: GroundingState = Field(description="Whether the sources may be shown.")
+    trace: Trace = Field(default_factory=Trace, description="Ids, scores and timings.")

@@ -1,0 +1,179 @@
+"""The Store protocol: where sources, their text, chunks and vectors live, and how they are searched.
+
+Every search takes a ``Scope``, and the scope's principal, buckets, filters and version rule are
+applied *inside* the query, before ranking: a passage the caller may not see never takes a place
+in a result list.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from citewell.ingest.base import CharBoxes
+from citewell.model import (
+    Bucket,
+    Chunk,
+    Filter,
+    MetadataValue,
+    Modality,
+    Page,
+    Principal,
+    ScoreBreakdown,
+    Source,
+    Span,
+)
+
+__all__ = [
+    "ChunkDraft",
+    "ChunkHit",
+    "FusedHit",
+    "Fusion",
+    "Scope",
+    "SourceDraft",
+    "Store",
+    "Vectors",
+]
+
+Vectors = npt.NDArray[np.float32]
+"""Unit-length embeddings, shape (n, dim)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkDraft:
+    """A chunk before it is stored: its range and structure, without ids."""
+
+    span: Span
+    heading_path: tuple[str, ...]
+    page_numbers: tuple[int, ...]
+    sentences: tuple[Span, ...]
+    language: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SourceDraft:
+    """Everything stored for one new source version, written in one atomic step."""
+
+    bucket_id: str
+    filename: str
+    mime_type: str
+    content: bytes
+    content_hash: str
+    text: str
+    chunks: tuple[ChunkDraft, ...]
+    vectors: Vectors
+    """One row per chunk, from the embedder named by ``embedder``."""
+    embedder: str
+    pages: tuple[Page, ...] = ()
+    char_boxes: tuple[CharBoxes, ...] = ()
+    title: str | None = None
+    language: str | None = None
+    modality: Modality = Modality.TEXT
+    effective_date: dt.date | None = None
+    acl: frozenset[str] = frozenset()
+    metadata: dict[str, MetadataValue] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """What a search may see. Required on every search path."""
+
+    principal: Principal
+    bucket_ids: tuple[str, ...]
+    """Buckets searched; intersected with the principal's own restriction."""
+    filters: Filter | None = None
+    include_superseded: bool = False
+    """Whether older versions of a file are searched too (normally only the current one)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkHit:
+    chunk_id: str
+    score: float
+    """BM25 score (lexical) or cosine similarity (dense)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FusedHit:
+    chunk_id: str
+    scores: ScoreBreakdown
+
+
+@dataclass(frozen=True, slots=True)
+class Fusion:
+    """How lexical and dense rankings are combined (see ``store/fusion.py``)."""
+
+    lexical_weight: float = 0.5
+    rrf_k: int = 60
+    candidates: int = 100
+
+
+class Store(Protocol):
+    """Durable storage of buckets and sources, with lexical, dense and hybrid search.
+
+    Writes are atomic per source: after a crash at any point, a source is either fully stored
+    and searchable or absent. Methods raise ``NotFound`` for unknown ids and ``StoreError`` when
+    the backend fails.
+    """
+
+    # buckets -------------------------------------------------------------------------------
+    def create_bucket(self, slug: str, *, tenant_id: str, name: str | None = None) -> Bucket:
+        """Create the bucket, or return the existing one with this slug (idempotent)."""
+        ...
+
+    def get_bucket(self, id_or_slug: str, *, tenant_id: str) -> Bucket: ...
+
+    def list_buckets(self, *, tenant_id: str) -> list[Bucket]: ...
+
+    def delete_bucket(self, bucket_id: str) -> None:
+        """Delete the bucket with all its sources, their derived data and unshared blobs."""
+        ...
+
+    # sources -------------------------------------------------------------------------------
+    def find_source(self, bucket_id: str, content_hash: str) -> Source | None:
+        """The source in the bucket with exactly these bytes, if any."""
+        ...
+
+    def add_source(self, draft: SourceDraft) -> Source:
+        """Store a new source version atomically.
+
+        If the bucket holds a current version with the same filename, the new source supersedes
+        it; both stay addressable. Raises ``Conflict`` if the bucket already holds these bytes.
+        """
+        ...
+
+    def get_source(self, source_id: str) -> Source: ...
+
+    def get_sources(self, source_ids: Iterable[str]) -> dict[str, Source]: ...
+
+    def list_sources(self, bucket_id: str, *, include_superseded: bool = False) -> list[Source]: ...
+
+    def delete_source(self, source_id: str) -> None:
+        """Delete one version with its text, chunks and (unless shared) its original file."""
+        ...
+
+    def source_text(self, source_id: str) -> str: ...
+
+    def source_pages(self, source_id: str) -> tuple[Page, ...]: ...
+
+    def char_boxes(self, source_id: str, page_number: int) -> CharBoxes: ...
+
+    def original(self, source_id: str) -> bytes: ...
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]: ...
+
+    # search --------------------------------------------------------------------------------
+    def search_lexical(self, query: str, scope: Scope, *, limit: int) -> list[ChunkHit]: ...
+
+    def search_dense(self, vector: Vectors, scope: Scope, *, limit: int) -> list[ChunkHit]: ...
+
+    def search_hybrid(
+        self, query: str, vector: Vectors, scope: Scope, *, limit: int, fusion: Fusion
+    ) -> list[FusedHit]: ...
+
+    def close(self) -> None: ...
