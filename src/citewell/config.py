@@ -81,6 +81,11 @@ class RetrieveSettings(_Group):
     candidates: int = Field(
         default=100, ge=1, description="Passages each retriever contributes before fusion."
     )
+    fusion: Literal["rrf", "convex"] = Field(
+        default="rrf",
+        description="How BM25 and dense rankings combine: weighted reciprocal-rank fusion "
+        "('rrf') or a weighted sum of normalised scores ('convex').",
+    )
     lexical_weight: float = Field(
         default=0.5, ge=0, le=1, description="Weight of BM25 in fusion; dense gets the rest."
     )

@@ -33,6 +33,8 @@ __all__ = [
     "CompoundFilter",
     "Filter",
     "GroundingState",
+    "IngestOutcome",
+    "IngestResult",
     "MetadataValue",
     "Modality",
     "Page",
@@ -40,6 +42,7 @@ __all__ = [
     "Principal",
     "RetrievalMode",
     "ScoreBreakdown",
+    "SearchRequest",
     "SentenceMatch",
     "Source",
     "SourceStatus",
@@ -161,6 +164,29 @@ class Source(_Model):
         return self.superseded_by is None
 
 
+class IngestOutcome(StrEnum):
+    """What ingesting one file did."""
+
+    CREATED = "created"
+    """A file of a new name: version 1."""
+    NEW_VERSION = "new_version"
+    """Other bytes under an existing name: a new version superseding the current one."""
+    UNCHANGED = "unchanged"
+    """The bucket already holds these exact bytes; nothing was stored."""
+
+
+class IngestResult(_Model):
+    """The outcome of ingesting one file."""
+
+    outcome: IngestOutcome = Field(description="What happened.")
+    source: Source = Field(
+        description="The stored source; for 'unchanged', the one already holding these bytes."
+    )
+    superseded: Source | None = Field(
+        default=None, description="The version this one replaced, for 'new_version'."
+    )
+
+
 class Bucket(_Model):
     """A named set of sources: the unit of scope for search, answers and permissions."""
 
@@ -246,6 +272,21 @@ class RetrievalMode(StrEnum):
     HYBRID = "hybrid"
     LEXICAL = "lexical"
     DENSE = "dense"
+
+
+class SearchRequest(_Model):
+    """A search without generation."""
+
+    query: str = Field(min_length=1, max_length=4000, description="What to look for.")
+    bucket_ids: tuple[str, ...] = Field(
+        min_length=1, description="Buckets searched, by id or slug."
+    )
+    filters: Filter | None = Field(default=None, description="Conditions on source attributes.")
+    max_results: int = Field(default=10, ge=1, le=100, description="Most passages returned.")
+    mode: RetrievalMode = Field(default=RetrievalMode.HYBRID, description="Retrievers used.")
+    include_superseded: bool = Field(
+        default=False, description="Whether older versions of files are searched too."
+    )
 
 
 class ScoreBreakdown(_Model):

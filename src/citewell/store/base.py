@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -108,9 +108,13 @@ class FusedHit:
 class Fusion:
     """How lexical and dense rankings are combined (see ``store/fusion.py``)."""
 
+    method: Literal["rrf", "convex"] = "rrf"
+    """'rrf': weighted reciprocal-rank fusion; 'convex': weighted sum of normalised scores."""
     lexical_weight: float = 0.5
+    """Weight of the lexical list; the dense list gets 1 - lexical_weight."""
     rrf_k: int = 60
     candidates: int = 100
+    """Hits taken from each retriever before fusion."""
 
 
 class Store(Protocol):
