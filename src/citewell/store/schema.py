@@ -1,0 +1,139 @@
+"""The embedded store's SQLite schema, as named migrations applied in order.
+
+Each migration runs once, in one transaction, and is recorded in ``migrations`` (the pattern of
+sqlite-utils). Never edit a migration that has shipped; add the next one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+
+__all__ = ["MIGRATIONS", "migrate"]
+
+MIGRATIONS: tuple[tuple[str, str], ...] = (
+    (
+        "0001_initial",
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO meta VALUES ('generation', '0');
+
+        CREATE TABLE buckets (
+            key        INTEGER PRIMARY KEY,
+            id         TEXT NOT NULL UNIQUE,
+            tenant_id  TEXT NOT NULL,
+            slug       TEXT NOT NULL,
+            name       TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            UNIQUE (tenant_id, slug)
+        );
+
+        -- A source is visible only once status = 'ready'. Rows in 'pending' belong to an ingest
+        -- in progress (ingest_pid); after a crash they are removed at the next open.
+        CREATE TABLE sources (
+            key            INTEGER PRIMARY KEY,
+            id             TEXT NOT NULL UNIQUE,
+            bucket_key     INTEGER NOT NULL REFERENCES buckets (key) ON DELETE CASCADE,
+            filename       TEXT NOT NULL,
+            mime_type      TEXT NOT NULL,
+            content_hash   TEXT NOT NULL,
+            byte_size      INTEGER NOT NULL,
+            version        INTEGER NOT NULL,
+            supersedes     TEXT,
+            superseded_by  TEXT,
+            status         TEXT NOT NULL,
+            ingest_pid     INTEGER,
+            title          TEXT,
+            language       TEXT,
+            modality       TEXT NOT NULL,
+            page_count     INTEGER,
+            char_count     INTEGER NOT NULL,
+            effective_date TEXT,
+            acl            TEXT NOT NULL,   -- JSON array of labels
+            metadata       TEXT NOT NULL,   -- JSON object
+            created_at     TEXT NOT NULL,
+            text           TEXT NOT NULL,
+            UNIQUE (bucket_key, content_hash)
+        );
+        CREATE INDEX sources_by_filename ON sources (bucket_key, filename, superseded_by);
+        CREATE INDEX sources_by_status ON sources (status);
+
+        CREATE TABLE pages (
+            source_key INTEGER NOT NULL REFERENCES sources (key) ON DELETE CASCADE,
+            number     INTEGER NOT NULL,
+            label      TEXT,
+            start      INTEGER NOT NULL,
+            end        INTEGER NOT NULL,
+            width      REAL NOT NULL,
+            height     REAL NOT NULL,
+            modality   TEXT NOT NULL,
+            boxes      BLOB NOT NULL,       -- zlib of float32 (n, 4), one row per code point
+            PRIMARY KEY (source_key, number)
+        );
+
+        CREATE TABLE chunks (
+            key          INTEGER PRIMARY KEY,
+            id           TEXT NOT NULL UNIQUE,
+            source_key   INTEGER NOT NULL REFERENCES sources (key) ON DELETE CASCADE,
+            idx          INTEGER NOT NULL,
+            start        INTEGER NOT NULL,
+            end          INTEGER NOT NULL,
+            heading_path TEXT NOT NULL,     -- JSON array
+            page_numbers TEXT NOT NULL,     -- JSON array
+            sentences    TEXT NOT NULL,     -- JSON array of [start, end]
+            language     TEXT,
+            vector_key   TEXT NOT NULL
+        );
+        CREATE INDEX chunks_by_source ON chunks (source_key, idx);
+        CREATE INDEX chunks_by_vector_key ON chunks (vector_key);
+
+        -- Content-addressed: a text embedded once is never embedded again by the same model.
+        CREATE TABLE vectors (
+            embedder   TEXT NOT NULL,
+            vector_key TEXT NOT NULL,
+            vector     BLOB NOT NULL,       -- float32
+            PRIMARY KEY (embedder, vector_key)
+        );
+
+        -- Sources whose documents must still be removed from the lexical index. Written in the
+        -- same transaction that removes (or abandons) the source, cleared once the index agrees.
+        CREATE TABLE lexical_garbage (source_key INTEGER PRIMARY KEY);
+        """,
+    ),
+)
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """Apply every migration not yet recorded, each in its own transaction.
+
+    ``conn`` must be in autocommit mode (isolation_level=None). Safe when several processes open
+    the same store at once: the check and the migration share one IMMEDIATE transaction.
+    """
+    conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT)")
+    for name, script in MIGRATIONS:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if conn.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)).fetchone() is None:
+                for statement in _statements(script):
+                    conn.execute(statement)
+                now = datetime.now(UTC).isoformat()
+                conn.execute("INSERT INTO migrations VALUES (?, ?)", (name, now))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+
+def _statements(script: str) -> list[str]:
+    """Split a script into statements (``executescript`` would commit our transaction)."""
+    statements, current = [], ""
+    for line in script.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            statements.append(current.strip())
+            current = ""
+    if current.strip() and not all(
+        part.strip().startswith("--") for part in current.strip().splitlines()
+    ):
+        raise ValueError(f"incomplete SQL statement in migration: {current!r}")
+    return statements

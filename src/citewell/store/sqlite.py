@@ -1,0 +1,698 @@
+"""The embedded store: SQLite (WAL) for sources and chunks, tantivy for BM25, numpy for vectors.
+
+SQLite is the source of truth. The lexical and vector indexes are derived from it and only ever
+answer *within* the set of source keys SQLite says the scope may see, so a stale index entry can
+never surface a deleted or foreign passage.
+
+Ingest is atomic per source, in three steps: (1) one transaction writes the source with all its
+pages, chunks and vectors as ``pending`` (invisible); (2) its chunks go into the lexical index;
+(3) one transaction flips it to ``ready`` and links versions. A crash before (3) leaves a pending
+row, which the next open removes, together with any lexical documents it left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sqlite3
+import threading
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from citewell.errors import Conflict, NotFound, StoreError
+from citewell.ingest.base import CharBoxes
+from citewell.model import Bucket, Chunk, Modality, Page, Source, SourceStatus, Span
+from citewell.store.base import ChunkHit, FusedHit, Fusion, Scope, SourceDraft, Vectors
+from citewell.store.blobs import BlobStore
+from citewell.store.filters import SqlParam, compile_filter
+from citewell.store.fusion import fuse
+from citewell.store.lexical import LexicalDoc, LexicalIndex
+from citewell.store.schema import migrate
+from citewell.store.vectors import VectorIndex
+
+__all__ = ["SQLiteStore"]
+
+_PENDING = "pending"
+_SOURCE_COLUMNS = (
+    "s.id, b.id AS bucket_id, s.filename, s.mime_type, s.content_hash, s.byte_size, s.version, "
+    "s.supersedes, s.superseded_by, s.status, s.title, s.language, s.modality, s.page_count, "
+    "s.char_count, s.effective_date, s.acl, s.metadata, s.created_at"
+)
+_CHUNK_COLUMNS = (
+    "c.id, s.id AS source_id, c.idx, c.start, c.end, c.heading_path, c.page_numbers, "
+    "c.sentences, c.language, substr(s.text, c.start + 1, c.end - c.start) AS text"
+)
+
+
+def _new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(12)}"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+@contextmanager
+def _store_errors() -> Iterator[None]:
+    """The one place where sqlite3's exceptions become citewell's."""
+    try:
+        yield
+    except sqlite3.IntegrityError as exc:
+        raise Conflict(f"the store refused a conflicting write: {exc}") from exc
+    except sqlite3.Error as exc:
+        raise StoreError(f"the SQLite store failed: {exc}") from exc
+
+
+class SQLiteStore:
+    """A Store in one folder: ``citewell.db``, ``lexical/`` and ``blobs/``.
+
+    Several processes may open the same folder (``citewell serve`` and ``citewell ingest`` at
+    once): writes serialise on SQLite's lock and the lexical index's lock file, and every search
+    first catches up with commits made elsewhere.
+    """
+
+    def __init__(self, folder: Path, *, embedder: str, dim: int, threads: int = 1) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.folder = folder
+        self.embedder = embedder
+        self._path = folder / "citewell.db"
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()
+        self._write_lock = threading.RLock()
+        self._sync_lock = threading.Lock()
+        with _store_errors():
+            migrate(self._conn())
+        self.blobs = BlobStore(folder / "blobs")
+        self.lexical = LexicalIndex(folder / "lexical", threads=threads)
+        self.vectors = VectorIndex(dim)
+        self._loaded: set[int] = set()
+        self._generation = -1
+        self._recover()
+        self._sync()
+
+    # connections and transactions -----------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(
+                self._path, isolation_level=None, check_same_thread=False, timeout=30
+            )
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")  # durable across process crashes in WAL
+            conn.execute("PRAGMA foreign_keys = ON")
+            self._local.conn = conn
+            with self._connections_lock:
+                self._connections.append(conn)
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._write_lock, _store_errors():
+            conn = self._conn()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        with _store_errors():
+            return self._conn().execute(sql, params).fetchall()
+
+    @staticmethod
+    def _bump_generation(conn: sqlite3.Connection) -> None:
+        conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
+
+    def close(self) -> None:
+        self.lexical.close()
+        with self._connections_lock:
+            for conn in self._connections:
+                conn.close()
+            self._connections.clear()
+        self._local = threading.local()
+
+    # buckets ---------------------------------------------------------------------------------
+    def create_bucket(self, slug: str, *, tenant_id: str, name: str | None = None) -> Bucket:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO buckets (id, tenant_id, slug, name, created_at) VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT (tenant_id, slug) DO NOTHING",
+                (_new_id("bkt"), tenant_id, slug, name or slug, _now()),
+            )
+        return self.get_bucket(slug, tenant_id=tenant_id)
+
+    def get_bucket(self, id_or_slug: str, *, tenant_id: str) -> Bucket:
+        rows = self._read(
+            "SELECT id, tenant_id, slug, name, created_at FROM buckets"
+            " WHERE tenant_id = ? AND (id = ? OR slug = ?)",
+            (tenant_id, id_or_slug, id_or_slug),
+        )
+        if not rows:
+            raise NotFound(f"no bucket '{id_or_slug}'", param="bucket")
+        return _bucket(rows[0])
+
+    def list_buckets(self, *, tenant_id: str) -> list[Bucket]:
+        rows = self._read(
+            "SELECT id, tenant_id, slug, name, created_at FROM buckets WHERE tenant_id = ?"
+            " ORDER BY slug",
+            (tenant_id,),
+        )
+        return [_bucket(row) for row in rows]
+
+    def delete_bucket(self, bucket_id: str) -> None:
+        with self._write() as conn:
+            rows = conn.execute(
+                "SELECT s.key, s.content_hash FROM sources s JOIN buckets b ON b.key = s.bucket_key"
+                " WHERE b.id = ?",
+                (bucket_id,),
+            ).fetchall()
+            self._forget_sources(conn, [row["key"] for row in rows])
+            if conn.execute("DELETE FROM buckets WHERE id = ?", (bucket_id,)).rowcount == 0:
+                raise NotFound(f"no bucket '{bucket_id}'", param="bucket")
+        self._after_removal({row["content_hash"] for row in rows})
+
+    # sources ---------------------------------------------------------------------------------
+    def find_source(self, bucket_id: str, content_hash: str) -> Source | None:
+        rows = self._read(
+            f"SELECT {_SOURCE_COLUMNS} FROM sources s JOIN buckets b ON b.key = s.bucket_key"
+            " WHERE b.id = ? AND s.content_hash = ? AND s.status = 'ready'",
+            (bucket_id, content_hash),
+        )
+        return _source(rows[0]) if rows else None
+
+    def add_source(self, draft: SourceDraft) -> Source:
+        if len(draft.vectors) != len(draft.chunks) or len(draft.vector_keys) != len(draft.chunks):
+            raise ValueError("one vector and one vector key per chunk are required")
+        self.blobs.put(draft.content, draft.content_hash)
+        source_id = _new_id("src")
+        source_key = self._insert_pending(source_id, draft)
+        try:
+            with self.lexical.writer() as writer:
+                writer.add(
+                    LexicalDoc(
+                        chunk_id=_chunk_id(source_id, index),
+                        source_key=source_key,
+                        text=draft.text[chunk.span.start : chunk.span.end],
+                        language=chunk.language,
+                    )
+                    for index, chunk in enumerate(draft.chunks)
+                )
+            self._publish(source_key, draft)
+        except BaseException:
+            self._abandon(source_key)
+            raise
+        return self.get_source(source_id)
+
+    def _insert_pending(self, source_id: str, draft: SourceDraft) -> int:
+        with self._write() as conn:
+            bucket = conn.execute("SELECT key FROM buckets WHERE id = ?", (draft.bucket_id,))
+            bucket_row = bucket.fetchone()
+            if bucket_row is None:
+                raise NotFound(f"no bucket '{draft.bucket_id}'", param="bucket")
+            duplicate = conn.execute(
+                "SELECT id FROM sources WHERE bucket_key = ? AND content_hash = ?",
+                (bucket_row["key"], draft.content_hash),
+            ).fetchone()
+            if duplicate is not None:
+                raise Conflict(f"the bucket already holds these bytes as source {duplicate['id']}")
+            cursor = conn.execute(
+                "INSERT INTO sources (id, bucket_key, filename, mime_type, content_hash, byte_size,"
+                " version, status, ingest_pid, title, language, modality, page_count, char_count,"
+                " effective_date, acl, metadata, created_at, text)"
+                " VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    source_id,
+                    bucket_row["key"],
+                    draft.filename,
+                    draft.mime_type,
+                    draft.content_hash,
+                    len(draft.content),
+                    _PENDING,
+                    os.getpid(),
+                    draft.title,
+                    draft.language,
+                    draft.modality.value,
+                    len(draft.pages) or None,
+                    len(draft.text),
+                    draft.effective_date.isoformat() if draft.effective_date else None,
+                    json.dumps(sorted(draft.acl)),
+                    json.dumps(draft.metadata, sort_keys=True),
+                    _now(),
+                    draft.text,
+                ),
+            )
+            source_key = cursor.lastrowid
+            assert source_key is not None
+            self._insert_derived(conn, source_key, source_id, draft)
+            return source_key
+
+    def _insert_derived(
+        self, conn: sqlite3.Connection, source_key: int, source_id: str, draft: SourceDraft
+    ) -> None:
+        conn.executemany(
+            "INSERT INTO pages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                (
+                    source_key,
+                    page.number,
+                    page.label,
+                    page.span.start,
+                    page.span.end,
+                    page.width,
+                    page.height,
+                    page.modality.value,
+                    zlib.compress(np.ascontiguousarray(boxes, dtype=np.float32).tobytes()),
+                )
+                for page, boxes in zip(draft.pages, draft.char_boxes, strict=True)
+            ),
+        )
+        conn.executemany(
+            "INSERT INTO chunks (id, source_key, idx, start, end, heading_path, page_numbers,"
+            " sentences, language, vector_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                (
+                    _chunk_id(source_id, index),
+                    source_key,
+                    index,
+                    chunk.span.start,
+                    chunk.span.end,
+                    json.dumps(chunk.heading_path, ensure_ascii=False),
+                    json.dumps(chunk.page_numbers),
+                    json.dumps([[s.start, s.end] for s in chunk.sentences]),
+                    chunk.language,
+                    key,
+                )
+                for index, (chunk, key) in enumerate(
+                    zip(draft.chunks, draft.vector_keys, strict=True)
+                )
+            ),
+        )
+        self._insert_vectors(conn, draft.embedder, draft.vector_keys, draft.vectors)
+
+    @staticmethod
+    def _insert_vectors(
+        conn: sqlite3.Connection, embedder: str, keys: Sequence[str], vectors: Vectors
+    ) -> None:
+        conn.executemany(
+            "INSERT OR IGNORE INTO vectors VALUES (?, ?, ?)",
+            (
+                (embedder, key, np.ascontiguousarray(vector, dtype=np.float32).tobytes())
+                for key, vector in zip(keys, vectors, strict=True)
+            ),
+        )
+
+    def _publish(self, source_key: int, draft: SourceDraft) -> None:
+        """Make a pending source ready, as the new current version of its filename."""
+        with self._write() as conn:
+            previous = conn.execute(
+                "SELECT key, id, version FROM sources WHERE bucket_key ="
+                " (SELECT bucket_key FROM sources WHERE key = ?) AND filename = ?"
+                " AND status = 'ready' AND superseded_by IS NULL",
+                (source_key, draft.filename),
+            ).fetchone()
+            source_id = conn.execute(
+                "SELECT id FROM sources WHERE key = ?", (source_key,)
+            ).fetchone()["id"]
+            conn.execute(
+                "UPDATE sources SET status = ?, ingest_pid = NULL, version = ?, supersedes = ?"
+                " WHERE key = ?",
+                (
+                    SourceStatus.READY.value,
+                    previous["version"] + 1 if previous else 1,
+                    previous["id"] if previous else None,
+                    source_key,
+                ),
+            )
+            if previous is not None:
+                conn.execute(
+                    "UPDATE sources SET superseded_by = ? WHERE key = ?",
+                    (source_id, previous["key"]),
+                )
+            self._bump_generation(conn)
+
+    def _abandon(self, source_key: int) -> None:
+        """Remove a pending source after its ingest failed or its process died."""
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT content_hash FROM sources WHERE key = ? AND status = ?",
+                (source_key, _PENDING),
+            ).fetchone()
+            if row is None:
+                return
+            self._forget_sources(conn, [source_key])
+        self._after_removal({row["content_hash"]})
+
+    def get_source(self, source_id: str) -> Source:
+        source = self.get_sources([source_id]).get(source_id)
+        if source is None:
+            raise NotFound(f"no source '{source_id}'", param="source_id")
+        return source
+
+    def get_sources(self, source_ids: Iterable[str]) -> dict[str, Source]:
+        ids = list(dict.fromkeys(source_ids))
+        found: dict[str, Source] = {}
+        for batch in _batches(ids):
+            rows = self._read(
+                f"SELECT {_SOURCE_COLUMNS} FROM sources s JOIN buckets b ON b.key = s.bucket_key"
+                f" WHERE s.status = 'ready' AND s.id IN ({_marks(batch)})",
+                batch,
+            )
+            found.update((row["id"], _source(row)) for row in rows)
+        return found
+
+    def list_sources(self, bucket_id: str, *, include_superseded: bool = False) -> list[Source]:
+        current = "" if include_superseded else " AND s.superseded_by IS NULL"
+        rows = self._read(
+            f"SELECT {_SOURCE_COLUMNS} FROM sources s JOIN buckets b ON b.key = s.bucket_key"
+            f" WHERE b.id = ? AND s.status = 'ready'{current} ORDER BY s.filename, s.version",
+            (bucket_id,),
+        )
+        return [_source(row) for row in rows]
+
+    def delete_source(self, source_id: str) -> None:
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT key, content_hash, supersedes, superseded_by FROM sources"
+                " WHERE id = ? AND status = 'ready'",
+                (source_id,),
+            ).fetchone()
+            if row is None:
+                raise NotFound(f"no source '{source_id}'", param="source_id")
+            # Close the gap in the version chain; deleting the newest makes the previous current.
+            conn.execute(
+                "UPDATE sources SET superseded_by = ? WHERE id = ?",
+                (row["superseded_by"], row["supersedes"]),
+            )
+            conn.execute(
+                "UPDATE sources SET supersedes = ? WHERE id = ?",
+                (row["supersedes"], row["superseded_by"]),
+            )
+            self._forget_sources(conn, [row["key"]])
+        self._after_removal({row["content_hash"]})
+
+    def _forget_sources(self, conn: sqlite3.Connection, source_keys: Sequence[int]) -> None:
+        """Delete sources and their derived rows, queueing their lexical documents for removal."""
+        for batch in _batches(source_keys):
+            vector_keys = [
+                row["vector_key"]
+                for row in conn.execute(
+                    f"SELECT DISTINCT vector_key FROM chunks WHERE source_key IN ({_marks(batch)})",
+                    batch,
+                )
+            ]
+            conn.executemany(
+                "INSERT OR IGNORE INTO lexical_garbage VALUES (?)", ((k,) for k in batch)
+            )
+            conn.execute(f"DELETE FROM sources WHERE key IN ({_marks(batch)})", batch)
+            for keys in _batches(vector_keys):
+                conn.execute(
+                    f"DELETE FROM vectors WHERE vector_key IN ({_marks(keys)}) AND vector_key"
+                    " NOT IN (SELECT vector_key FROM chunks)",
+                    keys,
+                )
+        self._bump_generation(conn)
+
+    def _after_removal(self, content_hashes: set[str]) -> None:
+        """Finish a removal outside the transaction: lexical documents, then unshared originals."""
+        self._collect_lexical_garbage()
+        for digest in content_hashes:
+            if not self._read("SELECT 1 FROM sources WHERE content_hash = ? LIMIT 1", (digest,)):
+                self.blobs.delete(digest)
+
+    def _collect_lexical_garbage(self) -> None:
+        keys = [row[0] for row in self._read("SELECT source_key FROM lexical_garbage")]
+        if not keys:
+            return
+        with self.lexical.writer() as writer:
+            for key in keys:
+                writer.delete_source(key)
+        with self._write() as conn:
+            for batch in _batches(keys):
+                conn.execute(
+                    f"DELETE FROM lexical_garbage WHERE source_key IN ({_marks(batch)})", batch
+                )
+
+    def _recover(self) -> None:
+        """Remove what ingests that died mid-way left behind (their process is gone)."""
+        self.blobs.sweep_temporary()
+        rows = self._read("SELECT key, ingest_pid FROM sources WHERE status = ?", (_PENDING,))
+        for row in rows:
+            if not _process_alive(row["ingest_pid"]):
+                self._abandon(row["key"])
+        self._collect_lexical_garbage()
+
+    # text, pages, originals -----------------------------------------------------------------
+    def source_text(self, source_id: str) -> str:
+        rows = self._read(
+            "SELECT text FROM sources WHERE id = ? AND status = 'ready'", (source_id,)
+        )
+        if not rows:
+            raise NotFound(f"no source '{source_id}'", param="source_id")
+        return str(rows[0]["text"])
+
+    def source_pages(self, source_id: str) -> tuple[Page, ...]:
+        rows = self._read(
+            "SELECT p.number, p.label, p.start, p.end, p.width, p.height, p.modality FROM pages p"
+            " JOIN sources s ON s.key = p.source_key WHERE s.id = ? ORDER BY p.number",
+            (source_id,),
+        )
+        return tuple(
+            Page(
+                number=row["number"],
+                label=row["label"],
+                span=Span(start=row["start"], end=row["end"]),
+                width=row["width"],
+                height=row["height"],
+                modality=Modality(row["modality"]),
+            )
+            for row in rows
+        )
+
+    def char_boxes(self, source_id: str, page_number: int) -> CharBoxes:
+        rows = self._read(
+            "SELECT p.boxes FROM pages p JOIN sources s ON s.key = p.source_key"
+            " WHERE s.id = ? AND p.number = ?",
+            (source_id, page_number),
+        )
+        if not rows:
+            raise NotFound(f"no page {page_number} in source '{source_id}'", param="page")
+        return np.frombuffer(zlib.decompress(rows[0]["boxes"]), dtype=np.float32).reshape(-1, 4)
+
+    def original(self, source_id: str) -> bytes:
+        return self.blobs.get(self.get_source(source_id).content_hash)
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        found: dict[str, Chunk] = {}
+        for batch in _batches(list(dict.fromkeys(chunk_ids))):
+            rows = self._read(
+                f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN sources s ON s.key = c.source_key"
+                f" WHERE c.id IN ({_marks(batch)})",
+                batch,
+            )
+            found.update((row["id"], _chunk(row)) for row in rows)
+        return found
+
+    # vectors ---------------------------------------------------------------------------------
+    def cached_vectors(self, embedder: str, keys: Sequence[str]) -> dict[str, Vectors]:
+        found: dict[str, Vectors] = {}
+        for batch in _batches(list(dict.fromkeys(keys))):
+            rows = self._read(
+                f"SELECT vector_key, vector FROM vectors WHERE embedder = ?"
+                f" AND vector_key IN ({_marks(batch)})",
+                [embedder, *batch],
+            )
+            found.update((row[0], np.frombuffer(row[1], dtype=np.float32)) for row in rows)
+        return found
+
+    def chunks_without_vectors(self, embedder: str, *, limit: int) -> list[tuple[str, Chunk]]:
+        rows = self._read(
+            f"SELECT c.vector_key, {_CHUNK_COLUMNS} FROM chunks c"
+            " JOIN sources s ON s.key = c.source_key WHERE s.status = 'ready' AND NOT EXISTS"
+            " (SELECT 1 FROM vectors v WHERE v.embedder = ? AND v.vector_key = c.vector_key)"
+            " GROUP BY c.vector_key LIMIT ?",
+            (embedder, limit),
+        )
+        return [(row["vector_key"], _chunk(row)) for row in rows]
+
+    def put_vectors(self, embedder: str, keys: Sequence[str], vectors: Vectors) -> None:
+        with self._write() as conn:
+            self._insert_vectors(conn, embedder, keys, vectors)
+            self._bump_generation(conn)
+        if embedder == self.embedder:
+            with self._sync_lock:
+                self._loaded.clear()  # reload: chunks of loaded sources may have gained vectors
+                self.vectors = VectorIndex(self.vectors.dim)
+                self._generation = -1
+
+    # search ----------------------------------------------------------------------------------
+    def search_lexical(self, query: str, scope: Scope, *, limit: int) -> list[ChunkHit]:
+        allowed = self._allowed_source_keys(scope)
+        if not allowed:
+            return []
+        return self.lexical.search(query, source_keys=allowed, limit=limit)
+
+    def search_dense(self, vector: Vectors, scope: Scope, *, limit: int) -> list[ChunkHit]:
+        allowed = self._allowed_source_keys(scope)
+        if not allowed:
+            return []
+        return self.vectors.search(vector, source_keys=allowed, limit=limit)
+
+    def search_hybrid(
+        self, query: str, vector: Vectors, scope: Scope, *, limit: int, fusion: Fusion
+    ) -> list[FusedHit]:
+        allowed = self._allowed_source_keys(scope)
+        if not allowed:
+            return []
+        lexical = self.lexical.search(query, source_keys=allowed, limit=fusion.candidates)
+        dense = self.vectors.search(vector, source_keys=allowed, limit=fusion.candidates)
+        return fuse(lexical, dense, fusion, limit=limit)
+
+    def _allowed_source_keys(self, scope: Scope) -> list[int]:
+        """Keys of the sources the scope may see: the permission check, done in SQL."""
+        self._sync()
+        bucket_ids = list(scope.bucket_ids)
+        if scope.principal.bucket_ids is not None:
+            bucket_ids = [b for b in bucket_ids if b in scope.principal.bucket_ids]
+        if not bucket_ids:
+            return []
+        sql = (
+            "SELECT s.key FROM sources s JOIN buckets b ON b.key = s.bucket_key"
+            f" WHERE s.status = 'ready' AND b.tenant_id = ? AND b.id IN ({_marks(bucket_ids)})"
+        )
+        params: list[SqlParam] = [scope.principal.tenant_id, *bucket_ids]
+        if not scope.include_superseded:
+            sql += " AND s.superseded_by IS NULL"
+        if not scope.principal.sees_all_labels:
+            labels = sorted(scope.principal.acl_labels)
+            sql += " AND (s.acl = '[]'"
+            if labels:
+                sql += (
+                    f" OR EXISTS (SELECT 1 FROM json_each(s.acl) WHERE value IN ({_marks(labels)}))"
+                )
+                params.extend(labels)
+            sql += ")"
+        if scope.filters is not None:
+            condition, filter_params = compile_filter(scope.filters)
+            sql += f" AND ({condition})"
+            params.extend(filter_params)
+        return [row[0] for row in self._read(sql, params)]
+
+    def _sync(self) -> None:
+        """Catch up the in-memory indexes with commits made by this or another process."""
+        generation = int(self._read("SELECT value FROM meta WHERE key = 'generation'")[0][0])
+        if generation == self._generation:
+            return
+        with self._sync_lock:
+            if generation == self._generation:
+                return
+            self.lexical.refresh()
+            ready = {row[0] for row in self._read("SELECT key FROM sources WHERE status = 'ready'")}
+            gone = self._loaded - ready
+            if gone:
+                self.vectors.remove_sources(gone)
+            self._load_vectors(sorted(ready - self._loaded))
+            self._loaded = ready
+            self._generation = generation
+
+    def _load_vectors(self, source_keys: Sequence[int]) -> None:
+        for batch in _batches(source_keys):
+            rows = self._read(
+                "SELECT c.id, c.source_key, v.vector FROM chunks c JOIN vectors v"
+                " ON v.embedder = ? AND v.vector_key = c.vector_key"
+                f" WHERE c.source_key IN ({_marks(batch)}) ORDER BY c.key",
+                [self.embedder, *batch],
+            )
+            if rows:
+                self.vectors.add(
+                    [row[0] for row in rows],
+                    np.fromiter((row[1] for row in rows), dtype=np.int64, count=len(rows)),
+                    np.frombuffer(b"".join(row[2] for row in rows), dtype=np.float32).reshape(
+                        len(rows), -1
+                    ),
+                )
+
+
+# helpers -------------------------------------------------------------------------------------
+def _chunk_id(source_id: str, index: int) -> str:
+    return f"chk_{source_id.removeprefix('src_')}_{index}"
+
+
+def _marks(values: Sequence[Any]) -> str:
+    return ", ".join("?" * len(values))
+
+
+def _batches(values: Sequence[Any], size: int = 500) -> Iterator[list[Any]]:
+    """Slices small enough for SQLite's limit on bound parameters."""
+    for start in range(0, len(values), size):
+        yield list(values[start : start + size])
+
+
+def _process_alive(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _bucket(row: sqlite3.Row) -> Bucket:
+    return Bucket(
+        id=row["id"],
+        tenant_id=row["tenant_id"],
+        slug=row["slug"],
+        name=row["name"],
+        created_at=datetime.fromisoformat(row["created_at"]),
+    )
+
+
+def _source(row: sqlite3.Row) -> Source:
+    return Source(
+        id=row["id"],
+        bucket_id=row["bucket_id"],
+        filename=row["filename"],
+        mime_type=row["mime_type"],
+        content_hash=row["content_hash"],
+        byte_size=row["byte_size"],
+        version=row["version"],
+        supersedes=row["supersedes"],
+        superseded_by=row["superseded_by"],
+        status=SourceStatus(row["status"]),
+        title=row["title"],
+        language=row["language"],
+        modality=Modality(row["modality"]),
+        page_count=row["page_count"],
+        char_count=row["char_count"],
+        effective_date=date.fromisoformat(row["effective_date"]) if row["effective_date"] else None,
+        acl=frozenset(json.loads(row["acl"])),
+        metadata=json.loads(row["metadata"]),
+        created_at=datetime.fromisoformat(row["created_at"]),
+    )
+
+
+def _chunk(row: sqlite3.Row) -> Chunk:
+    return Chunk(
+        id=row["id"],
+        source_id=row["source_id"],
+        index=row["idx"],
+        span=Span(start=row["start"], end=row["end"]),
+        text=row["text"],
+        heading_path=tuple(json.loads(row["heading_path"])),
+        page_numbers=tuple(json.loads(row["page_numbers"])),
+        sentences=tuple(Span(start=a, end=b) for a, b in json.loads(row["sentences"])),
+        language=row["language"],
+    )

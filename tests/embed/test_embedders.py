@@ -1,0 +1,109 @@
+"""The bundled embedders: unit vectors of the right shape that rank relevant passages first."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from citewell.config import RetrieveSettings
+from citewell.embed import Embedder, open_embedder
+from citewell.embed.e5 import E5Small
+from citewell.embed.use import UniversalSentenceEncoder
+from citewell.errors import ConfigError
+
+NAMES = ["e5-small", "use"]
+
+# (query, relevant passage, unrelated passage)
+CASES = {
+    "en": (
+        "What is the refund window?",
+        "Refunds are available within 30 days of purchase.",
+        "The museum opens at 9am every day except Mondays.",
+    ),
+    "es": (
+        "¿Cuál es el plazo para pedir un reembolso?",
+        "Los reembolsos están disponibles durante 30 días después de la compra.",
+        "El museo abre a las nueve de la mañana todos los días excepto los lunes.",
+    ),
+    "zh": (
+        "退款期限是多久？",
+        "购买后三十天内可以申请退款。",
+        "博物馆每天上午九点开门，周一除外。",
+    ),
+    "en->es": (
+        "What is the refund window?",
+        "Los reembolsos están disponibles durante 30 días después de la compra.",
+        "El museo abre a las nueve de la mañana todos los días excepto los lunes.",
+    ),
+    "en->zh": (
+        "What is the refund window?",
+        "购买后三十天内可以申请退款。",
+        "博物馆每天上午九点开门，周一除外。",
+    ),
+}
+
+
+@pytest.fixture(scope="module", params=NAMES)
+def embedder(request: pytest.FixtureRequest) -> Embedder:
+    return open_embedder(RetrieveSettings(embedder=request.param, threads=1))
+
+
+def test_open_embedder_finds_each_by_name() -> None:
+    assert isinstance(open_embedder(RetrieveSettings(embedder="e5-small", threads=1)), E5Small)
+    assert isinstance(
+        open_embedder(RetrieveSettings(embedder="use", threads=1)), UniversalSentenceEncoder
+    )
+
+
+def test_an_unknown_embedder_is_a_config_error() -> None:
+    # model_construct skips validation, as a settings object built some other way might.
+    settings = RetrieveSettings.model_construct(embedder="word2vec", threads=1)
+    with pytest.raises(ConfigError, match="word2vec"):
+        open_embedder(settings)
+
+
+def test_passages_are_unit_float32_rows(embedder: Embedder) -> None:
+    vectors = embedder.embed_passages(["Refunds take 30 days.", "退款", "", "¿Dónde está?"])
+    assert vectors.shape == (4, embedder.dim)
+    assert vectors.dtype == np.float32 and vectors.flags.c_contiguous
+    norms = np.linalg.norm(vectors[[0, 1, 3]], axis=1)
+    assert norms == pytest.approx(1.0, abs=1e-5)
+
+
+def test_no_passages_give_an_empty_matrix(embedder: Embedder) -> None:
+    vectors = embedder.embed_passages([])
+    assert vectors.shape == (0, embedder.dim) and vectors.dtype == np.float32
+
+
+def test_a_query_is_one_unit_vector(embedder: Embedder) -> None:
+    vector = embedder.embed_query("refund window")
+    assert vector.shape == (embedder.dim,) and vector.dtype == np.float32
+    assert float(np.linalg.norm(vector)) == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_refund_query_ranks_the_refund_passage_first(embedder: Embedder, case: str) -> None:
+    query, relevant, unrelated = CASES[case]
+    passages = embedder.embed_passages([relevant, unrelated])
+    scores = passages @ embedder.embed_query(query)
+    assert scores[0] > scores[1]
+
+
+@pytest.mark.parametrize("cls", [E5Small, UniversalSentenceEncoder])
+def test_batching_does_not_change_the_vectors(
+    cls: type[E5Small | UniversalSentenceEncoder],
+) -> None:
+    texts = [case[1] for case in CASES.values()] + ["one more", "and another one"]
+    whole = cls(threads=1).embed_passages(texts)
+    in_pairs = cls(threads=1, batch_size=2).embed_passages(texts)
+    assert np.abs(whole - in_pairs).max() < 1e-4
+
+
+def test_concurrent_queries_give_the_same_vectors(embedder: Embedder) -> None:
+    queries = ["refund window", "退款期限", "plazo de reembolso"] * 4
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        vectors = list(pool.map(embedder.embed_query, queries))
+    for i, vector in enumerate(vectors):
+        assert np.allclose(vector, vectors[i % 3], atol=1e-6)

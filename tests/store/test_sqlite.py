@@ -1,0 +1,146 @@
+"""The embedded store: the Store contract, plus what only a folder on disk can show."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from citewell.store.base import Scope
+from citewell.store.sqlite import SQLiteStore
+from tests.contracts.store import DIM, EMBEDDER, LOCAL, StoreContract, draft, texts_found
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    store = SQLiteStore(tmp_path / "store", embedder=EMBEDDER, dim=DIM)
+    yield store
+    store.close()
+
+
+class TestSQLiteStore(StoreContract):
+    pass
+
+
+def test_a_reopened_store_finds_what_was_stored(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path, embedder=EMBEDDER, dim=DIM)
+    bucket = store.create_bucket("notes", tenant_id="default").id
+    source = store.add_source(draft(bucket, "a.txt", "Refunds take 30 days."))
+    store.close()
+    reopened = SQLiteStore(tmp_path, embedder=EMBEDDER, dim=DIM)
+    scope = Scope(principal=LOCAL, bucket_ids=(bucket,))
+    assert texts_found(reopened, "refunds", scope) == ["Refunds take 30 days."]
+    assert reopened.get_source(source.id) == source
+    reopened.close()
+
+
+def test_a_second_instance_sees_sources_added_by_the_first(tmp_path: Path) -> None:
+    writer = SQLiteStore(tmp_path, embedder=EMBEDDER, dim=DIM)
+    reader = SQLiteStore(tmp_path, embedder=EMBEDDER, dim=DIM)
+    bucket = writer.create_bucket("notes", tenant_id="default").id
+    scope = Scope(principal=LOCAL, bucket_ids=(bucket,))
+    assert texts_found(reader, "refunds", scope) == []
+    source = writer.add_source(draft(bucket, "a.txt", "Refunds take 30 days."))
+    assert texts_found(reader, "refunds", scope) == ["Refunds take 30 days."]
+    writer.delete_source(source.id)
+    assert texts_found(reader, "refunds", scope) == []
+    writer.close()
+    reader.close()
+
+
+# The child stores two sources, then blocks inside the third at the given stage and signals the
+# test through a marker file; the test kills it there with SIGKILL.
+_INGEST_AND_BLOCK = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from citewell.store.sqlite import SQLiteStore
+    from tests.contracts.store import DIM, EMBEDDER, draft
+
+    folder, stage = Path(sys.argv[1]), sys.argv[2]
+    store = SQLiteStore(folder, embedder=EMBEDDER, dim=DIM)
+    bucket = store.create_bucket("notes", tenant_id="default").id
+    lines = "\\n".join(f"Line {i} about refunds and shipping." for i in range(300))
+    for n in range(2):
+        store.add_source(draft(bucket, f"doc-{n}.txt", f"Document {n}.\\n{lines}"))
+
+    def block(*args, **kwargs):
+        (folder / "blocked").touch()
+        time.sleep(600)
+
+    if stage == "before_lexical_commit":
+        writer = store.lexical.writer
+        class Blocking:
+            def __init__(self):
+                self.inner = writer()
+            def __enter__(self):
+                w = self.inner.__enter__()
+                original_add = w.add
+                def add(docs):
+                    original_add(docs)
+                    block()
+                w.add = add
+                return w
+            def __exit__(self, *exc):
+                return self.inner.__exit__(*exc)
+        store.lexical.writer = Blocking
+    else:
+        store._publish = block
+    store.add_source(draft(bucket, "doc-2.txt", f"Document 2.\\n{lines}"))
+    """
+)
+
+
+def _pending_rows(db: Path) -> int:
+    with sqlite3.connect(db, timeout=5) as conn:
+        return conn.execute("SELECT count(*) FROM sources WHERE status = 'pending'").fetchone()[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stage", ["before_lexical_commit", "before_publish"])
+def test_a_process_killed_mid_ingest_leaves_no_half_visible_source(
+    tmp_path: Path, stage: str
+) -> None:
+    """kill -9 while a source is written but not published; the next open is clean."""
+    repo = Path(__file__).resolve().parents[2]
+    child = subprocess.Popen(
+        [sys.executable, "-c", _INGEST_AND_BLOCK, str(tmp_path), stage],
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "blocked").exists():
+            assert child.poll() is None, "the ingesting process ended before blocking"
+            assert time.monotonic() < deadline, "the ingesting process never blocked"
+            time.sleep(0.01)
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.wait()
+    db = tmp_path / "citewell.db"
+    assert _pending_rows(db) == 1  # the crash really was mid-ingest
+
+    store = SQLiteStore(tmp_path, embedder=EMBEDDER, dim=DIM)
+    assert _pending_rows(db) == 0
+    bucket = store.get_bucket("notes", tenant_id="default").id
+    sources = store.list_sources(bucket)
+    assert sorted(s.filename for s in sources) == ["doc-0.txt", "doc-1.txt"]
+    for source in sources:  # each survivor is complete
+        assert store.source_text(source.id).count("\n") == 300
+    scope = Scope(principal=LOCAL, bucket_ids=(bucket,))
+    assert len(store.search_lexical("refunds", scope, limit=10_000)) == 2 * 300
+    # Neither index nor blob folder keeps anything of the abandoned source.
+    unscoped = store.lexical.search("document", source_keys=None, limit=10_000)
+    chunks = store.get_chunks([h.chunk_id for h in unscoped])
+    assert len(chunks) == len(unscoped) == 2
+    assert {p.name for p in (tmp_path / "blobs").glob("*/*")} == {s.content_hash for s in sources}
+    # And the store takes new sources again.
+    store.add_source(draft(bucket, "doc-2.txt", "Document 2 again."))
+    store.close()
