@@ -146,6 +146,7 @@ class Source(_Model):
         default=None, description="Number of pages; None for sources without pages."
     )
     char_count: int = Field(ge=0, description="Length of the canonical text in code points.")
+    chunk_count: int = Field(ge=0, description="Number of retrievable passages (chunks).")
     effective_date: dt.date | None = Field(
         default=None, description="Date from which the content applies, when the owner gave one."
     )

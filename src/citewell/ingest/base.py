@@ -153,7 +153,9 @@ class DocumentBuilder:
         self._blocks.append(block)
         return block
 
-    def extend_block(self, text: str, boxes: Sequence[Sequence[float] | None] | None = None) -> None:
+    def extend_block(
+        self, text: str, boxes: Sequence[Sequence[float] | None] | None = None
+    ) -> None:
         """Append text to the last block (e.g. a paragraph that continues on the next page)."""
         if not self._blocks:
             raise RuntimeError("no block to extend")
@@ -202,7 +204,9 @@ class DocumentBuilder:
             raise RuntimeError("page not ended")
         if modality is None:
             kinds = {page.modality for page in self._pages}
-            modality = kinds.pop() if len(kinds) == 1 else Modality.MULTIMODAL if kinds else Modality.TEXT
+            modality = (
+                kinds.pop() if len(kinds) == 1 else Modality.MULTIMODAL if kinds else Modality.TEXT
+            )
         return ParsedDocument(
             text="".join(self._parts),
             blocks=tuple(self._blocks),

@@ -48,6 +48,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
             modality       TEXT NOT NULL,
             page_count     INTEGER,
             char_count     INTEGER NOT NULL,
+            chunk_count    INTEGER NOT NULL,
             effective_date TEXT,
             acl            TEXT NOT NULL,   -- JSON array of labels
             metadata       TEXT NOT NULL,   -- JSON object

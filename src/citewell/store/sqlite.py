@@ -43,7 +43,7 @@ _PENDING = "pending"
 _SOURCE_COLUMNS = (
     "s.id, b.id AS bucket_id, s.filename, s.mime_type, s.content_hash, s.byte_size, s.version, "
     "s.supersedes, s.superseded_by, s.status, s.title, s.language, s.modality, s.page_count, "
-    "s.char_count, s.effective_date, s.acl, s.metadata, s.created_at"
+    "s.char_count, s.chunk_count, s.effective_date, s.acl, s.metadata, s.created_at"
 )
 _CHUNK_COLUMNS = (
     "c.id, s.id AS source_id, c.idx, c.start, c.end, c.heading_path, c.page_numbers, "
@@ -229,8 +229,8 @@ class SQLiteStore:
             cursor = conn.execute(
                 "INSERT INTO sources (id, bucket_key, filename, mime_type, content_hash, byte_size,"
                 " version, status, ingest_pid, title, language, modality, page_count, char_count,"
-                " effective_date, acl, metadata, created_at, text)"
-                " VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " chunk_count, effective_date, acl, metadata, created_at, text)"
+                " VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     source_id,
                     bucket_row["key"],
@@ -245,6 +245,7 @@ class SQLiteStore:
                     draft.modality.value,
                     len(draft.pages) or None,
                     len(draft.text),
+                    len(draft.chunks),
                     draft.effective_date.isoformat() if draft.effective_date else None,
                     json.dumps(sorted(draft.acl)),
                     json.dumps(draft.metadata, sort_keys=True),
@@ -677,6 +678,7 @@ def _source(row: sqlite3.Row) -> Source:
         modality=Modality(row["modality"]),
         page_count=row["page_count"],
         char_count=row["char_count"],
+        chunk_count=row["chunk_count"],
         effective_date=date.fromisoformat(row["effective_date"]) if row["effective_date"] else None,
         acl=frozenset(json.loads(row["acl"])),
         metadata=json.loads(row["metadata"]),

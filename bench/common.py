@@ -1,0 +1,86 @@
+"""What every benchmark shares: where the data is, the machine it ran on, and how to report."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import shlex
+import statistics
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CACHE = REPO / "bench" / ".cache"
+
+
+def evaldata_dir() -> Path:
+    """``CITEWELL_EVALDATA_DIR``, else ``../shared/evaldata`` beside the checkout."""
+    path = Path(os.environ.get("CITEWELL_EVALDATA_DIR", REPO.parent / "shared" / "evaldata"))
+    if not (path / "README.md").is_file():
+        sys.exit(f"evaluation data not found at {path}; set CITEWELL_EVALDATA_DIR")
+    return path
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    with path.open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores ({cpu}), Python {platform.python_version()}"
+
+
+def reproduce_line() -> str:
+    return "reproduce: " + " ".join(shlex.quote(a) for a in [".venv/bin/python", *sys.argv])
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0-100) by linear interpolation."""
+    ordered = sorted(values)
+    if not ordered:
+        return math.nan
+    position = (len(ordered) - 1) * q / 100
+    low, high = math.floor(position), math.ceil(position)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def ndcg_at(ranked: Sequence[str], relevant: set[str], k: int = 10) -> float:
+    """Binary-relevance nDCG@k."""
+    dcg = sum(1 / math.log2(i + 2) for i, doc in enumerate(ranked[:k]) if doc in relevant)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(relevant), k)))
+    return dcg / ideal if ideal else 0.0
+
+
+def recall_at(ranked: Sequence[str], relevant: set[str], k: int = 10) -> float:
+    return len(set(ranked[:k]) & relevant) / len(relevant) if relevant else 0.0
+
+
+def mean(values: Iterable[float]) -> float:
+    values = list(values)
+    return statistics.fmean(values) if values else math.nan
+
+
+def table(rows: Sequence[Sequence[object]], header: Sequence[str]) -> str:
+    """A Markdown table, so the output pastes straight into docs/benchmarks.md."""
+    cells = [[str(c) for c in header]] + [[_cell(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |" for row in cells]
+    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)

@@ -1,0 +1,35 @@
+"""How a row of a table or a record reads in the canonical text: ``Header: value; Header: value``.
+
+One format for every source of rows (Markdown, HTML and DOCX tables, CSV rows, JSON records), so
+that a row cited on its own still says what each value means.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import zip_longest
+
+__all__ = ["format_row"]
+
+PAIR_SEPARATOR = "; "
+
+
+def format_row(headers: Sequence[str], values: Sequence[str]) -> str:
+    """Pair each value with its column header; empty values are left out.
+
+    A value without a header (an empty header cell, or more values than headers) stands alone.
+    Whitespace inside headers and values is collapsed to single spaces.
+    """
+    pairs: list[str] = []
+    for header, value in zip_longest(headers[: len(values)], values, fillvalue=""):
+        value = collapse(value)
+        if not value:
+            continue
+        header = collapse(header)
+        pairs.append(f"{header}: {value}" if header else value)
+    return PAIR_SEPARATOR.join(pairs)
+
+
+def collapse(text: str) -> str:
+    """Collapse runs of whitespace to one space and trim the ends."""
+    return " ".join(text.split())
