@@ -38,7 +38,8 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    return f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores ({cpu}), Python {platform.python_version()}"
+    system = f"{platform.system()} {platform.machine()}"
+    return f"{system}, {os.cpu_count()} cores ({cpu}), Python {platform.python_version()}"
 
 
 def reproduce_line() -> str:
@@ -75,7 +76,10 @@ def table(rows: Sequence[Sequence[object]], header: Sequence[str]) -> str:
     """A Markdown table, so the output pastes straight into docs/benchmarks.md."""
     cells = [[str(c) for c in header]] + [[_cell(c) for c in row] for row in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |" for row in cells]
+    lines = [
+        "| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |"
+        for row in cells
+    ]
     lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
     return "\n".join(lines)
 

@@ -25,6 +25,11 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from citewell.config import RetrieveSettings, Settings
+from citewell.library import Library
+from citewell.model import Principal
+from citewell.store.base import ChunkHit, Fusion, Scope
+from citewell.store.fusion import fuse
 from common import (
     CACHE,
     evaldata_dir,
@@ -36,12 +41,6 @@ from common import (
     reproduce_line,
     table,
 )
-
-from citewell.config import RetrieveSettings, Settings
-from citewell.library import Library
-from citewell.model import Principal
-from citewell.store.base import ChunkHit, Fusion, Scope
-from citewell.store.fusion import fuse
 
 LOCAL = Principal.local()
 
@@ -164,6 +163,17 @@ def scores(ranked_docs: Iterable[list[str]], relevant: list[set[str]]) -> tuple[
     )
 
 
+def fused_scores(
+    found: Candidates, documents: Callable, fusion: Fusion, depth: int
+) -> tuple[float, float]:
+    """nDCG@10 and Recall@10 of the two candidate lists fused with ``fusion``."""
+    ranked = (
+        documents([ChunkHit(f.chunk_id, 0.0) for f in fuse(lx, dn, fusion, limit=depth)])
+        for lx, dn in zip(found.lexical, found.dense, strict=True)
+    )
+    return scores(ranked, found.relevant)
+
+
 FUSION_GRID = [
     Fusion(method=method, lexical_weight=round(w / 10, 1), rrf_k=k)
     for method, ks in (("rrf", (10, 60)), ("convex", (60,)))
@@ -193,15 +203,8 @@ def quality(embedders: Sequence[str], workers: int, depth: int) -> None:
             lexical = scores((documents(h) for h in found.lexical), found.relevant)
             dense = scores((documents(h) for h in found.dense), found.relevant)
 
-            def fused(fusion: Fusion) -> tuple[float, float]:
-                ranked = (
-                    documents([ChunkHit(f.chunk_id, 0.0) for f in fuse(lx, dn, fusion, limit=depth)])
-                    for lx, dn in zip(found.lexical, found.dense, strict=True)
-                )
-                return scores(ranked, found.relevant)
-
-            hybrid = fused(default_fusion)
-            grid = {fusion: fused(fusion) for fusion in FUSION_GRID}
+            hybrid = fused_scores(found, documents, default_fusion, depth)
+            grid = {fusion: fused_scores(found, documents, fusion, depth) for fusion in FUSION_GRID}
             grid_rows[corpus.name] = grid
             best = max(grid, key=lambda f: grid[f][0])
             rows.append(
@@ -272,9 +275,7 @@ def throughput(embedders: Sequence[str], passages: int) -> None:
                 for pdf in pdfs:
                     pages += library.ingest_path(pdf, bucket="t").source.page_count or 0
                 pdf_seconds = time.perf_counter() - started
-        rows.append(
-            [embedder, n, chunks, chunks / text_seconds, pages, pages / pdf_seconds]
-        )
+        rows.append([embedder, n, chunks, chunks / text_seconds, pages, pages / pdf_seconds])
     print(
         table(
             rows,

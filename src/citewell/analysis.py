@@ -152,9 +152,13 @@ def prepare(text: str) -> str:
     return _segment_han(text)
 
 
-def terms(text: str, language: str | None) -> list[str]:
-    """The terms of ``text`` exactly as a document in ``language`` is indexed, in order."""
-    return _ANALYSIS.terms(_segment_han(text), field_name(language))
+def terms(text: str, language: str | None, *, segment_han: bool = True) -> list[str]:
+    """The terms of ``text`` exactly as a document in ``language`` is indexed, in order.
+
+    With ``segment_han=False`` each run of Han characters stays one term, unsegmented.
+    """
+    prepared = _segment_han(text) if segment_han else text
+    return _ANALYSIS.terms(prepared, field_name(language))
 
 
 def only_function_words(prepared: str) -> bool:

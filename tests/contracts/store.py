@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from citewell.errors import Conflict, NotFound
+from citewell.ingest.base import ChunkDraft
 from citewell.model import Comparison, CompoundFilter, Principal, Span
-from citewell.store.base import ChunkDraft, Fusion, Scope, SourceDraft, Store
+from citewell.store.base import Fusion, Scope, SourceDraft, Store
 
 EMBEDDER = "test-embedder"
 DIM = 16

@@ -13,6 +13,7 @@ import codecs
 import io
 import logging
 import os
+import stat
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -216,11 +217,18 @@ def parse(
 def read_limited(path: str | os.PathLike[str], limits: IngestSettings) -> bytes:
     """Read a file, refusing it by its size on disk before reading a byte of it.
 
-    Raises ``FileTooLarge``; ``OSError`` for a missing or unreadable file.
+    Raises ``FileTooLarge``; ``IngestError`` for anything but a regular file (a pipe or a device
+    could block or never end); ``OSError`` for a missing or unreadable file.
     """
     path = Path(path)
+    status = path.stat()
+    if not stat.S_ISREG(status.st_mode):
+        raise IngestError(
+            f"{path.name} is not a regular file (a folder, pipe, device or socket)",
+            filename=path.name,
+        )
     check_limit(
-        path.stat().st_size,
+        status.st_size,
         limits.max_file_bytes,
         what="bytes",
         setting="max_file_bytes",

@@ -21,6 +21,7 @@ from citewell.model import Modality, Page, Span
 
 __all__ = [
     "Block",
+    "ChunkDraft",
     "BlockKind",
     "DocumentBuilder",
     "ParsedDocument",
@@ -66,6 +67,17 @@ class ParsedDocument:
     """One array per page, aligned with ``pages``; empty for sources without pages."""
     title: str | None = None
     modality: Modality = Modality.TEXT
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkDraft:
+    """A chunk before it is stored: its range and structure, without ids."""
+
+    span: Span
+    heading_path: tuple[str, ...]
+    page_numbers: tuple[int, ...]
+    sentences: tuple[Span, ...]
+    language: str | None
 
 
 class Parser(Protocol):

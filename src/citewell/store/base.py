@@ -15,7 +15,7 @@ from typing import Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from citewell.ingest.base import CharBoxes
+from citewell.ingest.base import CharBoxes, ChunkDraft
 from citewell.model import (
     Bucket,
     Chunk,
@@ -26,11 +26,9 @@ from citewell.model import (
     Principal,
     ScoreBreakdown,
     Source,
-    Span,
 )
 
 __all__ = [
-    "ChunkDraft",
     "ChunkHit",
     "FusedHit",
     "Fusion",
@@ -42,17 +40,6 @@ __all__ = [
 
 Vectors = npt.NDArray[np.float32]
 """Unit-length embeddings, shape (n, dim)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ChunkDraft:
-    """A chunk before it is stored: its range and structure, without ids."""
-
-    span: Span
-    heading_path: tuple[str, ...]
-    page_numbers: tuple[int, ...]
-    sentences: tuple[Span, ...]
-    language: str | None
 
 
 @dataclass(frozen=True, slots=True)

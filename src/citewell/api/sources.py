@@ -1,0 +1,274 @@
+"""Sources over HTTP: upload into a bucket, list, read back, delete.
+
+An upload is refused with 413 before it is buffered when its declared size is over the limit
+(the body-limit middleware in ``app.py``), and while it is read here when it turns out larger.
+The media type is detected from the bytes and the file name; the part's Content-Type is ignored,
+because clients often send ``application/octet-stream`` for everything.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Annotated, Any, Literal
+from urllib.parse import quote
+
+from fastapi import APIRouter, File, Form, Query, Response, UploadFile, status
+from pydantic import Field
+
+from citewell.api.deps import LibraryDep, ListObject, PrincipalDep, WireModel, WireObject
+from citewell.errors import FileTooLarge, InvalidRequest
+from citewell.model import IngestOutcome, IngestResult, MetadataValue, Modality, Page, Source
+
+__all__ = ["IngestResponse", "SourceObject", "router"]
+
+router = APIRouter(tags=["sources"])
+
+_READ_CHUNK = 1024 * 1024
+
+
+class SourceObject(WireObject):
+    id: str = Field(description="Stable identifier of this version, 'src_' followed by hex digits.")
+    object: Literal["source"] = "source"
+    bucket_id: str
+    filename: str = Field(description="Name of the original file; versions share it.")
+    mime_type: str = Field(description="Media type of the original file.")
+    content_hash: str = Field(description="SHA-256 of the original bytes, hex.")
+    byte_size: int = Field(description="Size of the original file in bytes.")
+    version: int = Field(description="1 for the first file of this name in the bucket.")
+    supersedes: str | None = Field(description="Id of the previous version.")
+    superseded_by: str | None = Field(description="Id of the next version; null when current.")
+    status: str = Field(description="Life-cycle state; only 'ready' sources are searched.")
+    title: str | None
+    language: str | None = Field(description="ISO 639-1 code of the main language, if detected.")
+    modality: Modality
+    page_count: int | None = Field(description="Number of pages; null for sources without pages.")
+    char_count: int = Field(description="Length of the canonical text in code points.")
+    effective_date: dt.date | None
+    acl: list[str] = Field(description="Labels of which a caller must hold one; empty: everyone.")
+    metadata: dict[str, MetadataValue]
+    created_at: int = Field(description="When this version was ingested, in Unix seconds.")
+
+    @classmethod
+    def render(cls, source: Source) -> SourceObject:
+        return cls(
+            id=source.id,
+            bucket_id=source.bucket_id,
+            filename=source.filename,
+            mime_type=source.mime_type,
+            content_hash=source.content_hash,
+            byte_size=source.byte_size,
+            version=source.version,
+            supersedes=source.supersedes,
+            superseded_by=source.superseded_by,
+            status=source.status.value,
+            title=source.title,
+            language=source.language,
+            modality=source.modality,
+            page_count=source.page_count,
+            char_count=source.char_count,
+            effective_date=source.effective_date,
+            acl=sorted(source.acl),
+            metadata=dict(source.metadata),
+            created_at=int(source.created_at.timestamp()),
+        )
+
+
+class IngestResponse(WireModel):
+    outcome: IngestOutcome = Field(description="created, new_version or unchanged.")
+    source: SourceObject = Field(description="The stored version (unchanged: the one held).")
+    superseded: SourceObject | None = Field(description="The version replaced, for new_version.")
+
+    @classmethod
+    def render(cls, result: IngestResult) -> IngestResponse:
+        return cls(
+            outcome=result.outcome,
+            source=SourceObject.render(result.source),
+            superseded=SourceObject.render(result.superseded) if result.superseded else None,
+        )
+
+
+class SourceDeleted(WireModel):
+    id: str
+    object: Literal["source.deleted"] = "source.deleted"
+    deleted: Literal[True] = True
+
+
+class SpanObject(WireModel):
+    start: int = Field(description="First code point (inclusive).")
+    end: int = Field(description="Code point after the range (exclusive).")
+
+
+class PageObject(WireModel):
+    number: int = Field(description="1-based position of the page.")
+    label: str | None = Field(description="The document's own label for the page, if any.")
+    span: SpanObject = Field(description="Range of the canonical text on this page.")
+    width: float = Field(description="Width in page coordinates (PDF points; pixels for images).")
+    height: float
+    modality: Modality
+
+    @classmethod
+    def render(cls, page: Page) -> PageObject:
+        return cls(
+            number=page.number,
+            label=page.label,
+            span=SpanObject(start=page.span.start, end=page.span.end),
+            width=page.width,
+            height=page.height,
+            modality=page.modality,
+        )
+
+
+class SourceText(WireModel):
+    object: Literal["source.text"] = "source.text"
+    source_id: str
+    text: str = Field(description="The canonical text; every offset citewell reports indexes it.")
+    pages: list[PageObject] = Field(description="Pages in order; empty for sources without pages.")
+
+
+@router.post(
+    "/v1/buckets/{bucket}/sources",
+    status_code=status.HTTP_201_CREATED,
+    responses={
+        200: {"model": IngestResponse, "description": "The bucket already held these bytes."}
+    },
+)
+def upload_source(
+    bucket: str,
+    file: Annotated[UploadFile, File(description="The original file.")],
+    response: Response,
+    library: LibraryDep,
+    principal: PrincipalDep,
+    effective_date: Annotated[
+        dt.date | None, Form(description="Date from which the content applies, YYYY-MM-DD.")
+    ] = None,
+    acl: Annotated[str | None, Form(description='JSON array of labels, e.g. ["hr"].')] = None,
+    metadata: Annotated[
+        str | None, Form(description="JSON object of strings, numbers or booleans.")
+    ] = None,
+) -> IngestResponse:
+    """Ingest one file: a new source, a new version of one, or nothing for bytes already held."""
+    limit = library.settings.ingest.max_file_bytes
+    data = _read_upload(file, limit)
+    result = library.ingest(
+        data,
+        filename=file.filename or "",
+        bucket=bucket,
+        effective_date=effective_date,
+        acl=_labels(acl),
+        metadata=_attributes(metadata),
+        principal=principal,
+    )
+    if result.outcome is IngestOutcome.UNCHANGED:
+        response.status_code = status.HTTP_200_OK
+    return IngestResponse.render(result)
+
+
+@router.get("/v1/buckets/{bucket}/sources")
+def list_sources(
+    bucket: str,
+    library: LibraryDep,
+    principal: PrincipalDep,
+    include_superseded: Annotated[
+        bool, Query(description="Whether older versions of files are listed too.")
+    ] = False,
+) -> ListObject[SourceObject]:
+    sources = library.list_sources(
+        bucket, include_superseded=include_superseded, principal=principal
+    )
+    return ListObject[SourceObject].of([SourceObject.render(s) for s in sources])
+
+
+@router.get("/v1/sources/{source_id}")
+def get_source(source_id: str, library: LibraryDep, principal: PrincipalDep) -> SourceObject:
+    return SourceObject.render(library.get_source(source_id, principal=principal))
+
+
+@router.delete("/v1/sources/{source_id}")
+def delete_source(source_id: str, library: LibraryDep, principal: PrincipalDep) -> SourceDeleted:
+    """Delete one version; a newer or older version of the same file is left as it is."""
+    library.delete_source(source_id, principal=principal)
+    return SourceDeleted(id=source_id)
+
+
+@router.get(
+    "/v1/sources/{source_id}/content",
+    response_class=Response,
+    responses={200: {"description": "The original bytes.", "content": {"*/*": {}}}},
+)
+def get_source_content(source_id: str, library: LibraryDep, principal: PrincipalDep) -> Response:
+    """The original file, as a download."""
+    source = library.get_source(source_id, principal=principal)
+    return Response(
+        content=library.original(source.id, principal=principal),
+        media_type=source.mime_type,
+        headers={
+            "Content-Disposition": _attachment(source.filename),
+            # An uploaded HTML page must never run as part of this origin.
+            "Content-Security-Policy": "sandbox",
+            "X-Content-Type-Options": "nosniff",
+        },
+    )
+
+
+@router.get("/v1/sources/{source_id}/text")
+def get_source_text(source_id: str, library: LibraryDep, principal: PrincipalDep) -> SourceText:
+    """The canonical text every span indexes, with the range of each page."""
+    return SourceText(
+        source_id=source_id,
+        text=library.source_text(source_id, principal=principal),
+        pages=[PageObject.render(p) for p in library.source_pages(source_id, principal=principal)],
+    )
+
+
+def _read_upload(file: UploadFile, limit: int) -> bytes:
+    """The uploaded bytes, read in chunks so that an oversized file stops at the limit."""
+    parts: list[bytes] = []
+    size = 0
+    while chunk := file.file.read(_READ_CHUNK):
+        size += len(chunk)
+        if size > limit:
+            raise FileTooLarge(
+                f"The file is larger than the limit of {limit} bytes.", filename=file.filename
+            )
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def _labels(acl: str | None) -> frozenset[str]:
+    value = _json_field(acl, "acl")
+    if value is None:
+        return frozenset()
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise InvalidRequest("acl must be a JSON array of non-empty strings.", param="acl")
+    return frozenset(value)
+
+
+def _attributes(metadata: str | None) -> dict[str, MetadataValue]:
+    value = _json_field(metadata, "metadata")
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidRequest("metadata must be a JSON object.", param="metadata")
+    # Keys and values are checked by Library.ingest, the same for every caller.
+    return value
+
+
+def _json_field(raw: str | None, param: str) -> Any:
+    if raw is None or not raw.strip():
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise InvalidRequest(f"{param} is not valid JSON.", param=param) from None
+
+
+def _attachment(filename: str) -> str:
+    """A Content-Disposition naming the file; non-ASCII names use RFC 5987 encoding."""
+    quoted = quote(filename, safe="")
+    if quoted == filename:
+        return f'attachment; filename="{filename}"'
+    fallback = "".join(
+        c if c.isascii() and c.isprintable() and c not in '"\\' else "_" for c in filename
+    )
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quoted}"

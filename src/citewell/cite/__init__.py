@@ -1,0 +1,1 @@
+"""Citations: how a range of a source is named, attributed and verified."""

@@ -1,0 +1,469 @@
+"""The ``citewell`` command. Each command calls the ``Library`` method of the same name.
+
+Exit codes:
+
+- 0: done.
+- 1: the request failed: an unknown bucket or source, an invalid value, or a file that cannot be
+  read, is unsupported or is damaged. ``ingest`` ingests every file it can and exits with 1 if
+  any failed.
+- 2: the command line is wrong (click's usage errors).
+- 3: the installation failed: a setting is wrong or the store is unavailable.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import socket
+import sys
+import unicodedata
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+import uvicorn
+from pydantic import ValidationError
+from tqdm import tqdm
+
+import citewell
+from citewell.cite.locator import locator_label, source_label
+from citewell.config import Settings
+from citewell.errors import CitewellError, ConfigError, NotFound, StoreError
+from citewell.model import MetadataValue, RetrievalMode, SearchRequest
+
+if TYPE_CHECKING:
+    from citewell.api.search import SearchResults
+    from citewell.library import Library
+
+__all__ = ["main"]
+
+EXIT_FAILED = 1
+EXIT_SETUP = 3
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class RequestFailed(click.ClickException):
+    """The request failed; printed as ``Error: <message>``."""
+
+    exit_code = EXIT_FAILED
+
+
+class SetupFailed(click.ClickException):
+    """A setting is wrong or the store is unavailable."""
+
+    exit_code = EXIT_SETUP
+
+
+@contextmanager
+def _reported() -> Iterator[None]:
+    """citewell's errors, as messages with their exit code instead of tracebacks."""
+    try:
+        yield
+    except (ConfigError, StoreError) as exc:
+        raise SetupFailed(exc.message) from exc
+    except CitewellError as exc:
+        raise RequestFailed(exc.message) from exc
+
+
+def _settings(data_dir: Path | None, **overrides: Any) -> Settings:
+    """Settings from ``CITEWELL_*`` variables, with the command line's values on top."""
+    if data_dir is not None:
+        overrides["data_dir"] = data_dir
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise SetupFailed(f"invalid settings: {exc}") from exc
+
+
+@contextmanager
+def _library(settings: Settings) -> Iterator[Library]:
+    from citewell.library import Library  # loads the parsers and the embedder: only when needed
+
+    with _reported(), Library.open(settings) as library:
+        yield library
+
+
+def data_dir_option(command: F) -> F:
+    return click.option(
+        "--data-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        envvar="CITEWELL_DATA_DIR",
+        show_envvar=True,
+        help="Folder holding citewell's data. [default: a per-user data folder]",
+    )(command)
+
+
+def json_option(command: F) -> F:
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Print JSON, the same objects as the HTTP API."
+    )(command)
+
+
+def _echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+@click.group()
+@click.version_option(citewell.__version__, prog_name="citewell")
+def main() -> None:
+    """Grounded answers over your own documents, with exact citations."""
+
+
+# ingest --------------------------------------------------------------------------------------
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--bucket", required=True, help="Slug or id of the bucket to ingest into.")
+@click.option(
+    "--create/--no-create",
+    default=True,
+    show_default=True,
+    help="Create the bucket if it does not exist.",
+)
+@click.option("--acl", multiple=True, metavar="LABEL", help="An ACL label (repeatable).")
+@click.option(
+    "--metadata",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="An attribute for filters (repeatable). VALUE is read as a number or true/false "
+    "when it is one, else as text.",
+)
+@click.option(
+    "--effective-date",
+    type=click.DateTime(formats=["%Y-%m-%d"]),
+    help="Date from which the content applies (YYYY-MM-DD).",
+)
+@json_option
+@data_dir_option
+def ingest(
+    paths: tuple[Path, ...],
+    bucket: str,
+    create: bool,
+    acl: tuple[str, ...],
+    metadata: tuple[str, ...],
+    effective_date: dt.datetime | None,
+    as_json: bool,
+    data_dir: Path | None,
+) -> None:
+    """Ingest files into a bucket; directories are read recursively.
+
+    Prints one line per file (created, new_version, unchanged, or failed with the reason).
+    Hidden files and folders (names starting with a dot) are skipped.
+    """
+    attributes = dict(_attribute(item) for item in metadata)
+    files, failures = _walk(paths)
+    options: dict[str, Any] = {
+        "acl": frozenset(acl),
+        "metadata": attributes,
+        "effective_date": effective_date.date() if effective_date else None,
+    }
+    records: list[dict[str, Any]] = []
+    counts: dict[str, int] = {}
+
+    def report(path: Path, record: dict[str, Any], line: str) -> None:
+        records.append({"path": str(path), **record})
+        counts[record["outcome"]] = counts.get(record["outcome"], 0) + 1
+        if not as_json:
+            tqdm.write(line, file=sys.stdout)
+
+    for path, reason in failures:
+        report(path, {"outcome": "failed", "error": reason}, f"{path}: failed: {reason}")
+    with _library(_settings(data_dir)) as library:
+        from citewell.api.sources import IngestResponse
+
+        try:
+            target = library.get_bucket(bucket)
+        except NotFound:
+            if not create:
+                raise
+            target = library.create_bucket(bucket)
+        # tqdm hides the bar when stderr is not a terminal (disable=None).
+        for path in tqdm(files, desc="ingesting", unit="file", file=sys.stderr, disable=None):
+            try:
+                result = library.ingest_path(path, bucket=target.id, **options)
+            except Exception as exc:  # one bad file must not stop the others
+                reason = _reason(exc)
+                report(path, {"outcome": "failed", "error": reason}, f"{path}: failed: {reason}")
+                continue
+            record = IngestResponse.render(result).model_dump(mode="json")
+            source = result.source
+            line = f"{path}: {result.outcome.value} ({source.id}, version {source.version})"
+            report(path, record, line)
+    if as_json:
+        _echo_json(records)
+    summary = "".join(f", {n} {outcome}" for outcome, n in sorted(counts.items()))
+    click.echo(f"{len(records)} file{'s' if len(records) != 1 else ''}{summary}", err=True)
+    if counts.get("failed"):
+        sys.exit(EXIT_FAILED)
+
+
+def _walk(paths: Sequence[Path]) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """The files under ``paths`` in a stable order, and the folders that could not be read."""
+    files: list[Path] = []
+    failures: list[tuple[Path, str]] = []
+
+    def unreadable(exc: OSError) -> None:
+        failures.append((Path(exc.filename), _reason(exc)))
+
+    for path in paths:
+        if not path.is_dir():
+            files.append(path)  # a missing or unreadable file is reported when it is ingested
+            continue
+        for folder, dirs, names in os.walk(path, onerror=unreadable):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            files.extend(Path(folder, n) for n in sorted(names) if not n.startswith("."))
+    return files, failures
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, CitewellError):
+        return exc.message
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"cannot read the file: {exc.strerror.lower()}"
+    return f"unexpected error: {type(exc).__name__}: {exc}"
+
+
+def _attribute(item: str) -> tuple[str, MetadataValue]:
+    key, sep, raw = item.partition("=")
+    if not sep or not key:
+        raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--metadata")
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return key, raw
+    return key, value if isinstance(value, int | float | bool) else raw
+
+
+# search --------------------------------------------------------------------------------------
+@main.command()
+@click.argument("query")
+@click.option(
+    "--bucket", "buckets", multiple=True, required=True, help="Bucket searched (repeatable)."
+)
+@click.option("--max-results", type=click.IntRange(1, 100), default=10, show_default=True)
+@click.option(
+    "--mode",
+    type=click.Choice([m.value for m in RetrievalMode]),
+    default=RetrievalMode.HYBRID.value,
+    show_default=True,
+    help="Retrievers used.",
+)
+@click.option("--include-superseded", is_flag=True, help="Search older versions of files too.")
+@click.option("--filters", metavar="JSON", help="A filter, as in the HTTP API.")
+@json_option
+@data_dir_option
+def search(
+    query: str,
+    buckets: tuple[str, ...],
+    max_results: int,
+    mode: str,
+    include_superseded: bool,
+    filters: str | None,
+    as_json: bool,
+    data_dir: Path | None,
+) -> None:
+    """Search buckets: ranked passages with their best sentence and where it is."""
+    from citewell.api.search import render_results
+
+    try:
+        request = SearchRequest.model_validate(
+            {
+                "query": query,
+                "bucket_ids": buckets,
+                "filters": json.loads(filters) if filters else None,
+                "max_results": max_results,
+                "mode": mode,
+                "include_superseded": include_superseded,
+            }
+        )
+    except ValueError as exc:  # invalid JSON, or a filter or query the model refuses
+        raise RequestFailed(f"invalid search: {exc}") from exc
+    with _library(_settings(data_dir)) as library:
+        results = render_results(query, library.search(request))
+    if as_json:
+        _echo_json(results.model_dump(mode="json"))
+    elif not results.data:
+        click.echo("No passages found.")
+    else:
+        click.echo("\n".join(_table(results, shutil.get_terminal_size((100, 24)).columns)))
+
+
+def _table(results: SearchResults, width: int) -> list[str]:
+    """Rank, score, where the best sentence is, and the sentence; one line each, fitted to width.
+
+    The location is the best sentence's own (a passage may start a page earlier).
+    """
+    rows = []
+    for result in results.data:
+        best = result.sentences[0] if result.sentences else None
+        locator = (
+            locator_label(
+                page_number=best.page_number,
+                page_label=best.page_label,
+                heading_path=result.heading_path,
+            )
+            if best
+            else result.locator_label
+        )
+        label = _shorten(source_label(result.filename, locator), 40)
+        rows.append((result.score, label, best.text if best else result.text))
+    label_width = max(_width(label) for label in ["source", *(row[1] for row in rows)])
+    sentence_width = max(30, width - label_width - 14)
+    lines = [f"{'#':>3}  {'score':<5}  {_pad('source', label_width)}  best sentence"]
+    for rank, (score, label, sentence) in enumerate(rows, start=1):
+        shown = _shorten(sentence, sentence_width)
+        lines.append(f"{rank:>3}  {score:.3f}  {_pad(label, label_width)}  {shown}")
+    return lines
+
+
+def _width(text: str) -> int:
+    """Columns taken on a terminal: wide (CJK) characters take two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _pad(text: str, width: int) -> str:
+    return text + " " * (width - _width(text))
+
+
+def _shorten(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    if _width(text) <= width:
+        return text
+    out, used = "", 0
+    for char in text:
+        used += _width(char)
+        if used > width - 1:
+            break
+        out += char
+    return out.rstrip() + "…"
+
+
+# buckets -------------------------------------------------------------------------------------
+@main.group()
+def buckets() -> None:
+    """Create, list and delete buckets."""
+
+
+@buckets.command("list")
+@json_option
+@data_dir_option
+def list_buckets(as_json: bool, data_dir: Path | None) -> None:
+    """List the buckets."""
+    from citewell.api.buckets import BucketObject
+    from citewell.api.deps import ListObject
+
+    with _library(_settings(data_dir)) as library:
+        found = library.list_buckets()
+    if as_json:
+        page = ListObject[BucketObject].of([BucketObject.render(b) for b in found])
+        _echo_json(page.model_dump(mode="json"))
+        return
+    for bucket in found:
+        click.echo(f"{bucket.slug}\t{bucket.id}\t{bucket.name}")
+
+
+@buckets.command("create")
+@click.argument("slug")
+@click.option("--name", help="Human-readable name. [default: the slug]")
+@data_dir_option
+def create_bucket(slug: str, name: str | None, data_dir: Path | None) -> None:
+    """Create a bucket (nothing happens if it exists)."""
+    with _library(_settings(data_dir)) as library:
+        bucket = library.create_bucket(slug, name=name)
+    click.echo(f"{bucket.slug}\t{bucket.id}\t{bucket.name}")
+
+
+@buckets.command("delete")
+@click.argument("bucket")
+@data_dir_option
+def delete_bucket(bucket: str, data_dir: Path | None) -> None:
+    """Delete a bucket (by slug or id) with all its sources, at once."""
+    with _library(_settings(data_dir)) as library:
+        bucket_id = library.get_bucket(bucket).id
+        library.delete_bucket(bucket_id)
+    click.echo(f"deleted {bucket_id}")
+
+
+# sources -------------------------------------------------------------------------------------
+@main.group()
+def sources() -> None:
+    """List and delete the sources of a bucket."""
+
+
+@sources.command("list")
+@click.option("--bucket", required=True, help="Slug or id of the bucket.")
+@click.option("--include-superseded", is_flag=True, help="List older versions of files too.")
+@json_option
+@data_dir_option
+def list_sources(
+    bucket: str, include_superseded: bool, as_json: bool, data_dir: Path | None
+) -> None:
+    """List the sources of a bucket: id, version, file name, media type."""
+    from citewell.api.deps import ListObject
+    from citewell.api.sources import SourceObject
+
+    with _library(_settings(data_dir)) as library:
+        found = library.list_sources(bucket, include_superseded=include_superseded)
+    if as_json:
+        page = ListObject[SourceObject].of([SourceObject.render(s) for s in found])
+        _echo_json(page.model_dump(mode="json"))
+        return
+    for source in found:
+        state = "" if source.is_current else f"\tsuperseded by {source.superseded_by}"
+        click.echo(f"{source.id}\tv{source.version}\t{source.filename}\t{source.mime_type}{state}")
+
+
+@sources.command("delete")
+@click.argument("source_id")
+@data_dir_option
+def delete_source(source_id: str, data_dir: Path | None) -> None:
+    """Delete one version of a file."""
+    with _library(_settings(data_dir)) as library:
+        library.delete_source(source_id)
+    click.echo(f"deleted {source_id}")
+
+
+# serve ---------------------------------------------------------------------------------------
+@main.command()
+@click.option("--host", help="Interface to bind. [default: 127.0.0.1, or CITEWELL_SERVER__HOST]")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    help="TCP port; 0 picks a free one. [default: 8750, or CITEWELL_SERVER__PORT]",
+)
+@click.option("--demo", is_flag=True, help="Load the demo documents into the bucket 'demo' first.")
+@data_dir_option
+def serve(host: str | None, port: int | None, demo: bool, data_dir: Path | None) -> None:
+    """Serve the HTTP API until Ctrl-C."""
+    from citewell.api import create_app
+
+    server_options = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
+    settings = _settings(data_dir, server=server_options)
+    with _library(settings) as library:
+        if demo:
+            from citewell.demo import DEMO_BUCKET, load_demo
+
+            loaded = load_demo(library)
+            click.echo(f"demo bucket '{DEMO_BUCKET}': {len(loaded)} documents")
+        config = uvicorn.Config(
+            create_app(settings, library), host=settings.server.host, port=settings.server.port
+        )
+        try:
+            _AnnouncingServer(config).run()
+        except KeyboardInterrupt:
+            pass  # uvicorn re-raises Ctrl-C after shutting down cleanly: a normal end
+
+
+class _AnnouncingServer(uvicorn.Server):
+    """Prints the URL once the socket is bound, so that a script may wait for that line."""
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            host, port = self.config.host, self.servers[0].sockets[0].getsockname()[1]
+            shown = f"[{host}]" if ":" in host else host
+            click.echo(f"citewell is serving at http://{shown}:{port}")

@@ -1,0 +1,67 @@
+"""An in-process client of a fresh citewell app, and helpers to fill it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+import pytest
+from fastapi.testclient import TestClient
+
+from citewell.api import create_app
+from citewell.config import Settings
+
+
+@pytest.fixture
+def client(settings: Settings) -> Iterator[TestClient]:
+    with TestClient(create_app(settings)) as client:
+        yield client
+
+
+@pytest.fixture
+def bucket(client: TestClient) -> str:
+    """The slug of an empty bucket."""
+    assert client.post("/v1/buckets", json={"slug": "notes"}).status_code == 201
+    return "notes"
+
+
+class Response(Protocol):
+    """What the tests read of a response (TestClient's and httpx's alike)."""
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def headers(self) -> Any: ...  # httpx.Headers, or its twin in TestClient's httpx2
+
+    @property
+    def text(self) -> str: ...
+
+    def json(self) -> Any: ...
+
+
+def upload(client: TestClient, bucket: str, filename: str, data: bytes, **form: str) -> Response:
+    return client.post(f"/v1/buckets/{bucket}/sources", files={"file": (filename, data)}, data=form)
+
+
+def search(client: TestClient, query: str, buckets: list[str], **options: Any) -> dict[str, Any]:
+    response = client.post("/v1/search", json={"query": query, "buckets": buckets, **options})
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
+def assert_error(response: Response, status: int, *, code: str | None = None) -> dict[str, Any]:
+    """The response is an OpenAI-shaped error with this status (and code); returns its body."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/json"
+    body = response.json()
+    assert set(body) == {"error"}
+    error: dict[str, Any] = body["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    assert isinstance(error["message"], str) and error["message"]
+    assert error["type"] == ("server_error" if status >= 500 else "invalid_request_error")
+    assert error["param"] is None or isinstance(error["param"], str)
+    if code is not None:
+        assert error["code"] == code
+    return error
