@@ -26,8 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from citewell.config import RetrieveSettings, Settings
+from citewell.embed import open_embedder
 from citewell.library import Library
 from citewell.model import Principal
+from citewell.retrieve.search import fusion_for
 from citewell.store.base import ChunkHit, Fusion, Scope
 from citewell.store.fusion import fuse
 from common import (
@@ -187,13 +189,8 @@ def quality(embedders: Sequence[str], workers: int, depth: int) -> None:
     corpora = [scifact(evaldata), *(xquad_r(evaldata, lang) for lang in ("en", "es", "zh"))]
     for embedder in embedders:
         print(f"\n## {embedder}")
-        defaults = RetrieveSettings(embedder=embedder)
-        default_fusion = Fusion(
-            method=defaults.fusion,
-            lexical_weight=defaults.lexical_weight,
-            rrf_k=defaults.rrf_k,
-            candidates=defaults.candidates,
-        )
+        retrieve = RetrieveSettings(embedder=embedder)
+        default_fusion = fusion_for(retrieve, open_embedder(retrieve))
         rows, grid_rows = [], {}
         for corpus in corpora:
             settings = settings_for(embedder, corpus.name)

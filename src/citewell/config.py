@@ -83,12 +83,16 @@ class RetrieveSettings(_Group):
         default=100, ge=1, description="Passages each retriever contributes before fusion."
     )
     fusion: Literal["rrf", "convex"] = Field(
-        default="rrf",
-        description="How BM25 and dense rankings combine: weighted reciprocal-rank fusion "
-        "('rrf') or a weighted sum of normalised scores ('convex').",
+        default="convex",
+        description="How BM25 and dense rankings combine: a weighted sum of min-max normalised "
+        "scores ('convex') or weighted reciprocal-rank fusion ('rrf').",
     )
-    lexical_weight: float = Field(
-        default=0.5, ge=0, le=1, description="Weight of BM25 in fusion; dense gets the rest."
+    lexical_weight: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Weight of BM25 in fusion; dense gets the rest. Default: the weight tuned "
+        "for the embedder on the development data (e5-small 0.4, use 0.7; docs/benchmarks.md).",
     )
     rrf_k: int = Field(default=60, ge=1, description="Rank offset k of reciprocal-rank fusion.")
     sentences_per_passage: int = Field(

@@ -30,6 +30,8 @@ class Embedder(Protocol):
 
     name: str
     dim: int
+    lexical_weight: float
+    """Weight of BM25 when fused with this embedder's ranking, tuned on the development data."""
 
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
         """Vectors for passages to be searched, shape (len(texts), dim)."""

@@ -22,6 +22,7 @@ class E5Small:
 
     name = "e5-small"
     dim = 384
+    lexical_weight = 0.4  # BM25 and e5 are close in quality (docs/benchmarks.md)
 
     def __init__(self, threads: int, *, batch_size: int = BATCH_SIZE) -> None:
         if threads < 1:

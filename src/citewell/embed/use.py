@@ -21,6 +21,7 @@ class UniversalSentenceEncoder:
 
     name = "use"
     dim = 512
+    lexical_weight = 0.7  # USE is much weaker than BM25 on technical text (docs/benchmarks.md)
 
     def __init__(self, threads: int, *, batch_size: int = BATCH_SIZE) -> None:
         if threads < 1:

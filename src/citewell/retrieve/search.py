@@ -21,7 +21,7 @@ from citewell.model import (
 from citewell.retrieve.sentences import rank_sentences
 from citewell.store.base import ChunkHit, FusedHit, Fusion, Scope, Store
 
-__all__ = ["search"]
+__all__ = ["fusion_for", "search"]
 
 
 def search(
@@ -58,13 +58,19 @@ def _ranked_hits(
     vector = embedder.embed_query(request.query)
     if request.mode is RetrievalMode.DENSE:
         return _single_list(store.search_dense(vector, scope, limit=limit), lexical=False)
-    fusion = Fusion(
+    fusion = fusion_for(settings, embedder, limit)
+    return store.search_hybrid(request.query, vector, scope, limit=limit, fusion=fusion)
+
+
+def fusion_for(settings: RetrieveSettings, embedder: Embedder, limit: int = 0) -> Fusion:
+    """How to fuse: the settings, with the embedder's tuned weight unless one is set."""
+    weight = settings.lexical_weight
+    return Fusion(
         method=settings.fusion,
-        lexical_weight=settings.lexical_weight,
+        lexical_weight=embedder.lexical_weight if weight is None else weight,
         rrf_k=settings.rrf_k,
         candidates=max(settings.candidates, limit),
     )
-    return store.search_hybrid(request.query, vector, scope, limit=limit, fusion=fusion)
 
 
 def _single_list(hits: Sequence[ChunkHit], *, lexical: bool) -> list[FusedHit]:
