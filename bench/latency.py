@@ -139,6 +139,13 @@ def bm25s_baseline(passages: Sequence[str], query_texts: Sequence[str]) -> list[
     return timed(search, query_texts)
 
 
+def _limit_blas(threads: int) -> None:
+    """numpy's BLAS (the exact dense search) gets the same thread budget as the embedder."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(threads)
+
+
 def searches(library: Library, query_texts: Sequence[str]) -> dict[str, list[float]]:
     """Milliseconds per search in each retrieval mode, and of the query embedding alone."""
     library.embedder.embed_query("warm up")
@@ -151,7 +158,7 @@ def searches(library: Library, query_texts: Sequence[str]) -> dict[str, list[flo
     return times
 
 
-def latency(embedders: Sequence[str], sizes: Sequence[int]) -> None:
+def latency(embedders: Sequence[str], sizes: Sequence[int], threads: int) -> None:
     evaldata = evaldata_dir()
     pools = sentence_pools(evaldata)
     query_texts = queries(evaldata)
@@ -164,11 +171,13 @@ def latency(embedders: Sequence[str], sizes: Sequence[int]) -> None:
         for embedder in embedders:
             with tempfile.TemporaryDirectory() as tmp:
                 settings = Settings(
-                    data_dir=Path(tmp), retrieve=RetrieveSettings(embedder=embedder, threads=1)
+                    data_dir=Path(tmp),
+                    retrieve=RetrieveSettings(embedder=embedder, threads=threads),
                 )
                 with Library.open(settings) as library:
                     rate = fill_store(library, passages, library.embedder.dim)
                     print(f"  {size} passages stored at {rate:.0f}/s ({embedder}, random vectors)")
+                    _limit_blas(threads)
                     for name, times in searches(library, query_texts).items():
                         p50, p95 = percentile(times, 50), percentile(times, 95)
                         rows.append([size, name, embedder, p50, p95, p50 / base])

@@ -244,7 +244,7 @@ def quality(embedders: Sequence[str], workers: int, depth: int) -> None:
 
 
 # throughput --------------------------------------------------------------------------------
-def throughput(embedders: Sequence[str], passages: int) -> None:
+def throughput(embedders: Sequence[str], passages: int, threads: int) -> None:
     import tempfile
 
     evaldata = evaldata_dir()
@@ -255,7 +255,7 @@ def throughput(embedders: Sequence[str], passages: int) -> None:
     for embedder in embedders:
         with tempfile.TemporaryDirectory() as tmp:
             settings = Settings(
-                data_dir=Path(tmp), retrieve=RetrieveSettings(embedder=embedder, threads=1)
+                data_dir=Path(tmp), retrieve=RetrieveSettings(embedder=embedder, threads=threads)
             )
             with Library.open(settings) as library:
                 library.create_bucket("t")
@@ -279,6 +279,24 @@ def throughput(embedders: Sequence[str], passages: int) -> None:
             ["embedder", "abstracts", "passages", "passages/s", "PDF pages", "pages/s"],
         )
     )
+    print(f"\nwithout embedding (parse, segment, chunk): {_pages_per_second(pdfs):.1f} PDF pages/s")
+
+
+def _pages_per_second(pdfs: Sequence[Path], rounds: int = 10) -> float:
+    """The ingest pipeline up to the embedder, which is where the rest of the time goes."""
+    from citewell.ingest import parse
+    from citewell.ingest.chunk import chunk_document
+    from citewell.ingest.segment import sentence_spans
+
+    limits = Settings().ingest
+    started, pages = time.perf_counter(), 0
+    for _ in range(rounds):
+        for pdf in pdfs:
+            document = parse(pdf.read_bytes(), filename=pdf.name, limits=limits)
+            sentences = sentence_spans(document.text, document.blocks)
+            chunk_document(document, sentences, max_words=limits.chunk_max_words)
+            pages += len(document.pages)
+    return pages / (time.perf_counter() - started)
 
 
 def main() -> None:
@@ -289,17 +307,19 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=100, help="candidates per retriever")
     parser.add_argument("--passages", type=int, default=1000, help="passages (throughput)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--threads", type=int, default=1, help="threads of native engines")
     args = parser.parse_args()
     embedders = args.embedder or ["e5-small", "use"]
     print(f"# bench/retrieval.py {args.part} — {time.strftime('%Y-%m-%d')} — {machine()}")
+    print(f"# native engines on {args.threads} thread(s)")
     if args.part == "quality":
         quality(embedders, args.workers, args.depth)
     elif args.part == "throughput":
-        throughput(embedders, args.passages)
+        throughput(embedders, args.passages, args.threads)
     else:
         from latency import latency
 
-        latency(embedders, args.sizes)
+        latency(embedders, args.sizes, args.threads)
     print("\n" + reproduce_line())
 
 
