@@ -77,7 +77,17 @@ class RetrieveSettings(_Group):
         "~30x faster to embed).",
     )
     threads: int = Field(
-        default_factory=default_threads, ge=1, description="Threads of the embedder's engine."
+        default_factory=default_threads,
+        ge=1,
+        description="Threads of the native engines: the embedder, the BM25 index and the build "
+        "of the dense search graph.",
+    )
+    ann_threshold: int = Field(
+        default=50_000,
+        ge=1,
+        description="Passages from which dense search uses an approximate HNSW graph (faiss, "
+        "under 1 ms a query) instead of an exact scan (15-20 ms at 100k passages). The graph "
+        "is built in the background; searches stay exact until it is ready.",
     )
     candidates: int = Field(
         default=100, ge=1, description="Passages each retriever contributes before fusion."

@@ -41,6 +41,7 @@ def test_uploading_a_text_file_creates_version_1(client: TestClient, bucket: str
     assert source["content_hash"] == hashlib.sha256(REFUNDS).hexdigest()
     assert source["byte_size"] == len(REFUNDS)
     assert source["char_count"] == len(REFUNDS.decode())
+    assert source["chunk_count"] == 1
     assert (source["version"], source["supersedes"], source["superseded_by"]) == (1, None, None)
     assert source["status"] == "ready"
     assert source["language"] == "en"

@@ -44,6 +44,7 @@ class SourceObject(WireObject):
     modality: Modality
     page_count: int | None = Field(description="Number of pages; null for sources without pages.")
     char_count: int = Field(description="Length of the canonical text in code points.")
+    chunk_count: int = Field(description="Number of retrievable passages (chunks).")
     effective_date: dt.date | None
     acl: list[str] = Field(description="Labels of which a caller must hold one; empty: everyone.")
     metadata: dict[str, MetadataValue]
@@ -67,6 +68,7 @@ class SourceObject(WireObject):
             modality=source.modality,
             page_count=source.page_count,
             char_count=source.char_count,
+            chunk_count=source.chunk_count,
             effective_date=source.effective_date,
             acl=sorted(source.acl),
             metadata=dict(source.metadata),

@@ -13,7 +13,11 @@ __all__ = ["Store", "open_store"]
 
 def _sqlite(settings: Settings, embedder: str, dim: int) -> Store:
     return SQLiteStore(
-        settings.data_dir, embedder=embedder, dim=dim, threads=settings.retrieve.threads
+        settings.data_dir,
+        embedder=embedder,
+        dim=dim,
+        threads=settings.retrieve.threads,
+        ann_threshold=settings.retrieve.ann_threshold,
     )
 
 

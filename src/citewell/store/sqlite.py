@@ -78,7 +78,15 @@ class SQLiteStore:
     first catches up with commits made elsewhere.
     """
 
-    def __init__(self, folder: Path, *, embedder: str, dim: int, threads: int = 1) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        *,
+        embedder: str,
+        dim: int,
+        threads: int = 1,
+        ann_threshold: int = 50_000,
+    ) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         self.folder = folder
         self.embedder = embedder
@@ -92,7 +100,9 @@ class SQLiteStore:
             migrate(self._conn())
         self.blobs = BlobStore(folder / "blobs")
         self.lexical = LexicalIndex(folder / "lexical", threads=threads)
-        self.vectors = VectorIndex(dim)
+        self._ann_threshold = ann_threshold
+        self._threads = threads
+        self.vectors = self._new_vector_index(dim)
         self._loaded: set[int] = set()
         self._generation = -1
         self._recover()
@@ -134,8 +144,12 @@ class SQLiteStore:
     def _bump_generation(conn: sqlite3.Connection) -> None:
         conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
 
+    def _new_vector_index(self, dim: int) -> VectorIndex:
+        return VectorIndex(dim, ann_threshold=self._ann_threshold, threads=self._threads)
+
     def close(self) -> None:
         self.lexical.close()
+        self.vectors.close()
         with self._connections_lock:
             for conn in self._connections:
                 conn.close()
@@ -533,7 +547,8 @@ class SQLiteStore:
         if embedder == self.embedder:
             with self._sync_lock:
                 self._loaded.clear()  # reload: chunks of loaded sources may have gained vectors
-                self.vectors = VectorIndex(self.vectors.dim)
+                stale, self.vectors = self.vectors, self._new_vector_index(self.vectors.dim)
+                stale.close()
                 self._generation = -1
 
     # search ----------------------------------------------------------------------------------
