@@ -40,6 +40,8 @@ from citewell.store.vectors import VectorIndex
 __all__ = ["SQLiteStore"]
 
 _PENDING = "pending"
+_ALLOWED_CACHE_SIZE = 256
+"""Scopes whose visible sources are remembered (until the next write)."""
 _SOURCE_COLUMNS = (
     "s.id, b.id AS bucket_id, s.filename, s.mime_type, s.content_hash, s.byte_size, s.version, "
     "s.supersedes, s.superseded_by, s.status, s.title, s.language, s.modality, s.page_count, "
@@ -105,6 +107,7 @@ class SQLiteStore:
         self.vectors = self._new_vector_index(dim)
         self._loaded: set[int] = set()
         self._generation = -1
+        self._allowed_cache: dict[tuple[object, ...], tuple[int, list[int]]] = {}
         self._recover()
         self._sync()
 
@@ -575,8 +578,28 @@ class SQLiteStore:
         return fuse(lexical, dense, fusion, limit=limit)
 
     def _allowed_source_keys(self, scope: Scope) -> list[int]:
-        """Keys of the sources the scope may see: the permission check, done in SQL."""
-        self._sync()
+        """Keys of the sources the scope may see: the permission check, done in SQL.
+
+        Answers are kept until the next write anywhere (a new generation), so a run of searches
+        in one bucket pays for the query once.
+        """
+        generation = self._sync()
+        key = (
+            scope.principal,
+            scope.bucket_ids,
+            scope.include_superseded,
+            None if scope.filters is None else scope.filters.model_dump_json(),
+        )
+        cached = self._allowed_cache.get(key)
+        if cached is not None and cached[0] == generation:
+            return cached[1]
+        allowed = self._query_allowed_source_keys(scope)
+        if len(self._allowed_cache) >= _ALLOWED_CACHE_SIZE:
+            self._allowed_cache.clear()
+        self._allowed_cache[key] = (generation, allowed)
+        return allowed
+
+    def _query_allowed_source_keys(self, scope: Scope) -> list[int]:
         bucket_ids = list(scope.bucket_ids)
         if scope.principal.bucket_ids is not None:
             bucket_ids = [b for b in bucket_ids if b in scope.principal.bucket_ids]
@@ -604,14 +627,17 @@ class SQLiteStore:
             params.extend(filter_params)
         return [row[0] for row in self._read(sql, params)]
 
-    def _sync(self) -> None:
-        """Catch up the in-memory indexes with commits made by this or another process."""
+    def _sync(self) -> int:
+        """Catch up the in-memory indexes with commits made by this or another process.
+
+        Returns the generation now seen.
+        """
         generation = int(self._read("SELECT value FROM meta WHERE key = 'generation'")[0][0])
         if generation == self._generation:
-            return
+            return generation
         with self._sync_lock:
             if generation == self._generation:
-                return
+                return generation
             self.lexical.refresh()
             ready = {row[0] for row in self._read("SELECT key FROM sources WHERE status = 'ready'")}
             gone = self._loaded - ready
@@ -620,6 +646,7 @@ class SQLiteStore:
             self._load_vectors(sorted(ready - self._loaded))
             self._loaded = ready
             self._generation = generation
+        return generation
 
     def _load_vectors(self, source_keys: Sequence[int]) -> None:
         for batch in _batches(source_keys):
