@@ -392,3 +392,16 @@ def test_searches_run_while_rows_are_added_to_the_graph(ann_data: AnnData) -> No
         reader.join()
     assert errors == []
     index.close()
+
+
+def test_close_waits_for_the_worker_to_leave_a_build() -> None:
+    """A process that exits while the worker is inside faiss can abort ("terminate called
+    without an active exception"), so close() returns only once the worker has stopped."""
+    earlier = set(threading.enumerate())
+    index = VectorIndex(384, ann_threshold=1_000, threads=1)
+    rows = np.random.default_rng(0).standard_normal((40_000, 384)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    index.add([str(i) for i in range(len(rows))], np.arange(len(rows)) // 100, rows)
+    assert not index.wait_until_ready(timeout=0.5)  # the build is under way
+    index.close()
+    assert set(threading.enumerate()) - earlier == set()
