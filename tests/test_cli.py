@@ -296,6 +296,29 @@ def test_invalid_settings_exit_with_3(data_dir: Path) -> None:
 
 
 # buckets and sources -------------------------------------------------------------------------
+# ask -----------------------------------------------------------------------------------------
+def test_ask_prints_the_answer_with_its_markers_and_sources(filled: Path) -> None:
+    result = run(filled, "ask", "When is a refund paid?", "--bucket", "handbook")
+    assert result.exit_code == 0
+    assert result.stdout == (
+        "A refund is paid within thirty days of the request, to the card used for the purchase.[1]"
+        "\n\nSources:\n[1] handbook.md (§ Refunds)\n"
+    )
+
+
+def test_ask_says_plainly_when_the_sources_do_not_answer(filled: Path) -> None:
+    result = run(filled, "ask", "¿Quién fundó la empresa?", "--json")
+    answer = json.loads(result.stdout)
+    assert answer["text"] == "Las fuentes disponibles no responden a esta pregunta."
+    assert (answer["grounding"], answer["declined"], answer["citations"]) == ("missing", True, [])
+
+
+def test_ask_of_an_unknown_bucket_exits_with_1(filled: Path) -> None:
+    result = run(filled, "ask", "refunds", "--bucket", "nowhere")
+    assert result.exit_code == 1
+    assert "nowhere" in result.stderr
+
+
 def test_buckets_are_created_listed_and_deleted(data_dir: Path) -> None:
     created = run(data_dir, "buckets", "create", "notes", "--name", "My notes")
     slug, bucket_id, name = created.stdout.rstrip("\n").split("\t")

@@ -12,6 +12,7 @@ SRC = Path(citewell.__file__).parent
 
 def test_the_public_names_are_exactly_these() -> None:
     assert citewell.__all__ == [
+        "Agent",
         "Answer",
         "Box",
         "Bucket",
@@ -22,6 +23,7 @@ def test_the_public_names_are_exactly_these() -> None:
         "Claim",
         "Comparison",
         "CompoundFilter",
+        "Engine",
         "GroundingState",
         "IngestOutcome",
         "IngestResult",
@@ -30,6 +32,7 @@ def test_the_public_names_are_exactly_these() -> None:
         "Page",
         "Passage",
         "Principal",
+        "Question",
         "RetrievalMode",
         "ScoreBreakdown",
         "SearchRequest",
@@ -86,6 +89,39 @@ LAYERS = {
     ),
     "embed": ("citewell.retrieve", "citewell.library", "citewell.api", "citewell.cli"),
     "retrieve": ("citewell.library", "citewell.api", "citewell.cli"),
+    # Generators read evidence and write text: no store, no search, no offsets into sources.
+    "generate": (
+        "citewell.store",
+        "citewell.embed",
+        "citewell.retrieve",
+        "citewell.library",
+        "citewell.engine",
+        "citewell.render",
+        "citewell.api",
+        "citewell.cli",
+    ),
+    # Attribution and verification judge evidence already retrieved.
+    "cite": (
+        "citewell.store",
+        "citewell.embed",
+        "citewell.retrieve",
+        "citewell.library",
+        "citewell.engine",
+        "citewell.render",
+        "citewell.api",
+        "citewell.cli",
+    ),
+    # Renderers draw an Answer: they never search, generate or attribute.
+    "render": (
+        "citewell.store",
+        "citewell.embed",
+        "citewell.retrieve",
+        "citewell.library",
+        "citewell.generate",
+        "citewell.cite.attribute",
+        "citewell.api",
+        "citewell.cli",
+    ),
 }
 
 

@@ -4,9 +4,11 @@ The promises are this list, the HTTP API and the CLI; everything else may change
 """
 
 from citewell.config import Settings
+from citewell.engine import Engine, Question
 from citewell.errors import CitewellError
 from citewell.library import Library
 from citewell.model import (
+    Agent,
     Answer,
     Box,
     Bucket,
@@ -34,6 +36,7 @@ from citewell.model import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "Agent",
     "Answer",
     "Box",
     "Bucket",
@@ -44,6 +47,7 @@ __all__ = [
     "Claim",
     "Comparison",
     "CompoundFilter",
+    "Engine",
     "GroundingState",
     "IngestOutcome",
     "IngestResult",
@@ -52,6 +56,7 @@ __all__ = [
     "Page",
     "Passage",
     "Principal",
+    "Question",
     "RetrievalMode",
     "ScoreBreakdown",
     "SearchRequest",

@@ -292,6 +292,51 @@ def search(
         click.echo("\n".join(_table(results, shutil.get_terminal_size((100, 24)).columns)))
 
 
+@main.command()
+@click.argument("question")
+@click.option(
+    "--bucket", "buckets", multiple=True, help="Bucket answered from (repeatable). [default: all]"
+)
+@click.option("--generator", help="Generator that writes the answer. [default: extractive]")
+@click.option("--model", help="Model name passed to the generator.")
+@click.option("--strict", is_flag=True, help="Remove claims no citation supports.")
+@json_option
+@data_dir_option
+def ask(
+    question: str,
+    buckets: tuple[str, ...],
+    generator: str | None,
+    model: str | None,
+    strict: bool,
+    as_json: bool,
+    data_dir: Path | None,
+) -> None:
+    """Answer a question from the buckets, each sentence citing where it comes from."""
+    import anyio
+
+    from citewell.engine import Engine, Question
+    from citewell.model import Agent, Principal
+    from citewell.render.common import AnswerOptions, layout
+
+    policy = {"generator": generator, "model": model, "strict": strict or None}
+    agent = Agent.model_validate({k: v for k, v in policy.items() if v is not None})
+    asked = Question(question, bucket_ids=buckets or None)
+    with _library(_settings(data_dir)) as library:
+        engine = Engine.open(library)
+        answer = anyio.run(lambda: engine.ask(asked, agent=agent, principal=Principal.local()))
+    if as_json:
+        _echo_json(answer.model_dump(mode="json"))
+        return
+    options = AnswerOptions(
+        id=answer.id,
+        model=agent.name,
+        created_at=int(answer.created_at.timestamp()),
+        citation_compat="legacy",
+        sources_appendix="include",
+    )
+    click.echo(layout(answer, options).text)
+
+
 def _table(results: SearchResults, width: int) -> list[str]:
     """Rank, score, where the best sentence is, and the sentence; one line each, fitted to width.
 

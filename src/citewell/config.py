@@ -14,11 +14,14 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = [
+    "AnthropicSettings",
+    "GenerateSettings",
     "IngestSettings",
+    "OpenAICompatibleSettings",
     "RetrieveSettings",
     "ServerSettings",
     "Settings",
@@ -110,6 +113,65 @@ class RetrieveSettings(_Group):
     )
 
 
+class OpenAICompatibleSettings(_Group):
+    base_url: str | None = Field(
+        default=None,
+        description="Base URL of an OpenAI-compatible API, up to and including `/v1` (a llama.cpp "
+        "or vLLM server, Ollama's `http://127.0.0.1:11434/v1`, `https://api.openai.com/v1`). "
+        "Unset: agents using the `openai-compatible` generator fail with a message naming this "
+        "variable.",
+    )
+    api_key: SecretStr | None = Field(
+        default=None, description="Key sent as a bearer token; local servers usually need none."
+    )
+    model: str | None = Field(
+        default=None, description="Model asked for when the agent names none."
+    )
+    temperature: float = Field(
+        default=0.0,
+        ge=0,
+        le=2,
+        description="Sampling temperature; 0 keeps answers repeatable (models that accept only "
+        "their default, such as OpenAI's reasoning models, need 1).",
+    )
+
+
+class AnthropicSettings(_Group):
+    base_url: str | None = Field(
+        default=None,
+        description="Base URL of the Messages API; unset: Anthropic's own. Nothing is sent "
+        "anywhere until an API key is set.",
+    )
+    api_key: SecretStr | None = Field(default=None, description="Anthropic API key.")
+    model: str | None = Field(
+        default=None, description="Model asked for when the agent names none."
+    )
+
+
+class GenerateSettings(_Group):
+    openai: OpenAICompatibleSettings = Field(default_factory=OpenAICompatibleSettings)
+    anthropic: AnthropicSettings = Field(default_factory=AnthropicSettings)
+    timeout: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds a remote model may stay silent (before its first token, or between "
+        "two) before the answer fails as timed out.",
+    )
+    connect_timeout: float = Field(
+        default=5.0, gt=0, description="Seconds to wait for a connection to a remote model."
+    )
+    max_retries: int = Field(
+        default=1,
+        ge=0,
+        le=5,
+        description="Retries of a request that failed before the model said anything "
+        "(connection errors, 408, 409, 429, 5xx), with the SDK's backoff.",
+    )
+    max_tokens: int = Field(
+        default=1024, ge=16, description="Longest answer a remote model may write, in tokens."
+    )
+
+
 class Settings(BaseSettings):
     """All of citewell's settings."""
 
@@ -128,6 +190,7 @@ class Settings(BaseSettings):
     server: ServerSettings = Field(default_factory=ServerSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     retrieve: RetrieveSettings = Field(default_factory=RetrieveSettings)
+    generate: GenerateSettings = Field(default_factory=GenerateSettings)
 
     def fingerprint(self) -> str:
         """A short hash of the settings that change what is indexed or how answers are made."""

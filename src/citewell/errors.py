@@ -10,7 +10,10 @@
     │   ├── UnsupportedFormat  ... no parser for its media type
     │   ├── FileTooLarge       ... over a configured size limit
     │   └── ParseError         ... damaged, truncated, hostile or not what it claims to be
-    └── StoreError             a backend failed; retrying later may help
+    ├── StoreError             the store failed; retrying later may help
+    └── GeneratorError         the generator's backend failed
+        ├── GeneratorUnavailable   ... it cannot be reached or refused the request
+        └── GeneratorTimeout       ... it did not answer in time
 
 Exceptions carry the ids they concern as attributes. Programmer errors stay ``ValueError``,
 ``TypeError`` or ``RuntimeError``.
@@ -23,6 +26,9 @@ __all__ = [
     "ConfigError",
     "Conflict",
     "FileTooLarge",
+    "GeneratorError",
+    "GeneratorTimeout",
+    "GeneratorUnavailable",
     "IngestError",
     "InvalidRequest",
     "NotFound",
@@ -87,3 +93,15 @@ class ParseError(IngestError):
 
 class StoreError(CitewellError):
     """The store failed in a way the caller cannot fix; retrying later may help."""
+
+
+class GeneratorError(CitewellError):
+    """The generator's backend failed."""
+
+
+class GeneratorUnavailable(GeneratorError):
+    """The generator's backend cannot be reached, or refused the request."""
+
+
+class GeneratorTimeout(GeneratorError):
+    """The generator's backend did not answer in time."""

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import datetime as dt
 from enum import StrEnum
-from typing import Annotated, Literal, Self
+from typing import Annotated, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
+    "Agent",
     "Answer",
     "Box",
     "Bucket",
@@ -326,6 +327,43 @@ class Passage(_Model):
     page_label: str | None = Field(default=None, description="Label of that page.")
 
 
+class Agent(_Model):
+    """A named way of answering: which sources it may use, and how it answers from them."""
+
+    DEFAULT_NAME: ClassVar[str] = "citewell-agent"
+
+    name: str = Field(default=DEFAULT_NAME, description="Name clients give as `model`.")
+    description: str = Field(default="", description="What the agent is for.")
+    bucket_ids: tuple[str, ...] = Field(
+        default=(), description="Buckets the agent answers from; empty: every visible bucket."
+    )
+    filters: Filter | None = Field(default=None, description="Conditions on source attributes.")
+    generator: str = Field(
+        default="extractive", description="Registered generator that writes the answer."
+    )
+    model: str | None = Field(default=None, description="Model name passed to the generator.")
+    max_passages: int = Field(default=8, ge=1, le=50, description="Passages read as evidence.")
+    max_sources: int = Field(
+        default=5, ge=1, le=50, description="Most sources cited in one answer."
+    )
+    support_threshold: float = Field(
+        default=0.5, ge=0, le=1, description="Least support score a citation needs to be kept."
+    )
+    strict: bool = Field(
+        default=False,
+        description="Remove unsupported claims (and decline when too little remains) instead "
+        "of keeping them uncited and flagged.",
+    )
+    show_sources: bool = Field(
+        default=True, description="Whether answers show their sources ('hidden' grounding if not)."
+    )
+    refusal: str | None = Field(
+        default=None,
+        description="What the agent says when the sources do not answer; None: a plain sentence "
+        "in the question's language.",
+    )
+
+
 class GroundingState(StrEnum):
     """Whether an answer's sources may be shown."""
 
@@ -344,6 +382,10 @@ class Claim(_Model):
 
     span: Span = Field(description="Range of the answer text.")
     supported: bool = Field(description="Whether at least one kept citation supports the claim.")
+    needs_citation: bool = Field(
+        default=True,
+        description="False for text that states nothing from the sources (a refusal, a preamble).",
+    )
 
 
 class Citation(_Model):
@@ -384,13 +426,23 @@ class Trace(_Model):
 class Answer(_Model):
     """The one internal answer that every API surface renders."""
 
-    id: str = Field(description="Stable identifier of the answer.")
+    id: str = Field(description="Stable identifier of the answer, 'ans_' followed by hex digits.")
+    agent: str = Field(description="Name of the agent that answered.")
     question: str = Field(description="The question answered.")
     text: str = Field(description="The answer as flat text, with no citation markers.")
     claims: tuple[Claim, ...] = Field(default=(), description="Claims, in text order.")
-    citations: tuple[Citation, ...] = Field(default=(), description="Citations, in text order.")
+    citations: tuple[Citation, ...] = Field(
+        default=(), description="Citations, in text order (by claim, then by source_index)."
+    )
     sources: tuple[CitedSource, ...] = Field(
         default=(), description="Cited sources, ordered by source_index."
     )
+    passages: tuple[Passage, ...] = Field(
+        default=(), description="The passages retrieved as evidence, best first."
+    )
     grounding: GroundingState = Field(description="Whether the sources may be shown.")
+    declined: bool = Field(
+        default=False, description="Whether the answer says the sources do not answer it."
+    )
+    created_at: dt.datetime = Field(description="When the answer was made (UTC).")
     trace: Trace = Field(default_factory=Trace, description="Ids, scores and timings.")

@@ -24,6 +24,11 @@ OPERATIONS = {
     ("GET", "/v1/sources/{source_id}/content"): "get_source_content",
     ("GET", "/v1/sources/{source_id}/text"): "get_source_text",
     ("POST", "/v1/search"): "search",
+    ("POST", "/v1/responses"): "create_response",
+    ("GET", "/v1/responses/{response_id}"): "get_response",
+    ("POST", "/v1/chat/completions"): "create_chat_completion",
+    ("GET", "/v1/models"): "list_models",
+    ("GET", "/v1/models/{model}"): "get_model",
 }
 
 

@@ -5,7 +5,8 @@ Run it with ``citewell serve``, or with ``uvicorn --factory citewell.api.app:ser
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 import anyio.to_thread
@@ -15,11 +16,13 @@ from starlette.routing import Match
 from starlette.types import Scope
 
 import citewell
-from citewell.api import buckets, health, search, sources
+from citewell.api import buckets, chat, health, models, responses, search, sources
 from citewell.api.errors import install_error_handlers
 from citewell.api.limits import BodyLimit, Limit
 from citewell.config import Settings
+from citewell.engine import Engine
 from citewell.library import Library
+from citewell.model import Agent
 
 __all__ = ["create_app", "serve_app"]
 
@@ -29,22 +32,33 @@ MULTIPART_ALLOWANCE = 256 * 1024
 """Room for multipart framing and form fields on top of the largest file accepted."""
 
 
-def create_app(settings: Settings, library: Library | None = None) -> FastAPI:
-    """The citewell HTTP API. Opens (and closes) a ``Library`` unless one is given."""
+def create_app(
+    settings: Settings, library: Library | None = None, agents: Sequence[Agent] | None = None
+) -> FastAPI:
+    """The citewell HTTP API. Opens (and closes) a ``Library`` unless one is given.
+
+    ``agents`` are the models clients may name; by default the one default agent.
+    """
+
+    def open_engine(app: FastAPI, opened: Library) -> None:
+        app.state.library = opened
+        app.state.engine = Engine.open(opened, agents)
+        app.state.started_at = int(time.time())
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if library is not None:
-            app.state.library = library
+            open_engine(app, library)
             yield
             return
         # Opening may load models and replay an interrupted ingest: keep the event loop free.
         opened = await anyio.to_thread.run_sync(Library.open, settings)
-        app.state.library = opened
+        open_engine(app, opened)
         try:
             yield
         finally:
             app.state.library = None
+            app.state.engine = None
             opened.close()
 
     app = FastAPI(
@@ -57,7 +71,7 @@ def create_app(settings: Settings, library: Library | None = None) -> FastAPI:
         generate_unique_id_function=lambda route: route.name,
     )
     install_error_handlers(app)
-    for module in (health, buckets, sources, search):
+    for module in (health, buckets, sources, search, responses, chat, models):
         app.include_router(module.router)
 
     # The router's own route object: matching needs no lookup in the app's route table.

@@ -11,16 +11,19 @@ from typing import Annotated, Generic, Literal, TypeVar
 from fastapi import Depends, Request
 from pydantic import BaseModel, ConfigDict, Field
 
+from citewell.engine import Engine
 from citewell.errors import StoreError
 from citewell.library import Library
 from citewell.model import Principal
 
 __all__ = [
+    "EngineDep",
     "LibraryDep",
     "ListObject",
     "PrincipalDep",
     "WireModel",
     "WireObject",
+    "get_engine",
     "get_library",
     "get_principal",
 ]
@@ -34,11 +37,19 @@ def get_library(request: Request) -> Library:
     return library
 
 
+def get_engine(request: Request) -> Engine:
+    engine: Engine | None = getattr(request.app.state, "engine", None)
+    if engine is None:
+        raise StoreError("The answer engine is not open yet.")
+    return engine
+
+
 def get_principal() -> Principal:
     """Who is calling. Until API keys exist, every caller is the local user."""
     return Principal.local()
 
 
+EngineDep = Annotated[Engine, Depends(get_engine)]
 LibraryDep = Annotated[Library, Depends(get_library)]
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
 

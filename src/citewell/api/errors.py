@@ -23,6 +23,9 @@ from citewell.errors import (
     ConfigError,
     Conflict,
     FileTooLarge,
+    GeneratorError,
+    GeneratorTimeout,
+    GeneratorUnavailable,
     IngestError,
     InvalidRequest,
     NotFound,
@@ -50,6 +53,9 @@ ERROR_STATUS: dict[type[CitewellError], tuple[int, str, str | None]] = {
     UnsupportedFormat: (415, INVALID, "unsupported_file"),
     ParseError: (422, INVALID, "invalid_file"),
     StoreError: (503, SERVER, "store_unavailable"),
+    GeneratorError: (502, SERVER, "generator_failed"),
+    GeneratorUnavailable: (502, SERVER, "generator_unavailable"),
+    GeneratorTimeout: (504, SERVER, "generator_timeout"),
     ConfigError: (500, SERVER, None),
     CitewellError: (500, SERVER, None),
 }
@@ -96,6 +102,12 @@ def _citewell_error(request: Request, exc: Exception) -> JSONResponse:
     status, type_, code = next(
         ERROR_STATUS[cls] for cls in type(exc).__mro__ if cls in ERROR_STATUS
     )
+    if isinstance(exc, GeneratorError):
+        # The generator already retried as its settings say: the SDKs must not retry again.
+        logger.warning("%s %s: generator failed: %s", request.method, request.url.path, exc.message)
+        return error_response(
+            status, exc.message, type_=type_, code=code, headers={"x-should-retry": "false"}
+        )
     if status >= 500 and not isinstance(exc, StoreError):
         # Configuration problems are the operator's to read in the log, not the caller's.
         logger.error("%s %s failed: %s", request.method, request.url.path, exc.message)

@@ -10,10 +10,10 @@ All offsets are Unicode code points into the source's canonical text (``GET
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, Field
 
 from citewell.api.deps import LibraryDep, PrincipalDep, WireModel
 from citewell.api.sources import SourceObject, SpanObject
@@ -27,7 +27,14 @@ from citewell.model import (
     SearchRequest,
 )
 
-__all__ = ["SearchBody", "SearchResult", "SearchResults", "render_results", "router"]
+__all__ = [
+    "BoundedFilter",
+    "SearchBody",
+    "SearchResult",
+    "SearchResults",
+    "render_results",
+    "router",
+]
 
 router = APIRouter(tags=["search"])
 
@@ -36,26 +43,13 @@ MAX_FILTER_DEPTH = 8
 MAX_FILTER_CONDITIONS = 256
 
 
-class SearchBody(SearchRequest):
-    """The body of ``POST /v1/search``: a ``SearchRequest`` whose buckets are called ``buckets``."""
-
-    bucket_ids: tuple[str, ...] = Field(
-        validation_alias="buckets",
-        min_length=1,
-        max_length=100,
-        description="Buckets searched, by id or slug.",
-    )
-
-    @field_validator("filters")
-    @classmethod
-    def _bounded(cls, filters: Filter | None) -> Filter | None:
-        if filters is not None:
-            depth, conditions = _filter_size(filters)
-            if depth > MAX_FILTER_DEPTH:
-                raise ValueError(f"filters may nest at most {MAX_FILTER_DEPTH} levels deep")
-            if conditions > MAX_FILTER_CONDITIONS:
-                raise ValueError(f"filters may hold at most {MAX_FILTER_CONDITIONS} comparisons")
-        return filters
+def _bounded(filter_: Filter) -> Filter:
+    depth, conditions = _filter_size(filter_)
+    if depth > MAX_FILTER_DEPTH:
+        raise ValueError(f"filters may nest at most {MAX_FILTER_DEPTH} levels deep")
+    if conditions > MAX_FILTER_CONDITIONS:
+        raise ValueError(f"filters may hold at most {MAX_FILTER_CONDITIONS} comparisons")
+    return filter_
 
 
 def _filter_size(filter_: Filter) -> tuple[int, int]:
@@ -70,6 +64,25 @@ def _filter_size(filter_: Filter) -> tuple[int, int]:
         else:
             conditions += 1
     return depth, conditions
+
+
+BoundedFilter = Annotated[Filter, AfterValidator(_bounded)]
+"""A filter of untrusted input: at most MAX_FILTER_DEPTH levels and MAX_FILTER_CONDITIONS
+comparisons, checked without recursion."""
+
+
+class SearchBody(SearchRequest):
+    """The body of ``POST /v1/search``: a ``SearchRequest`` whose buckets are called ``buckets``."""
+
+    bucket_ids: tuple[str, ...] = Field(
+        validation_alias="buckets",
+        min_length=1,
+        max_length=100,
+        description="Buckets searched, by id or slug.",
+    )
+    filters: BoundedFilter | None = Field(
+        default=None, description="Conditions on source attributes."
+    )
 
 
 class ScoresObject(WireModel):

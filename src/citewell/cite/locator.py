@@ -14,9 +14,12 @@ A *locator* says where in a source a range lies:
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 
-__all__ = ["locator_label", "source_label"]
+from citewell.model import Page
+
+__all__ = ["locator_label", "page_at", "source_label"]
 
 _MAX_HEADING = 60
 """Headings longer than this are shortened: a label sits on one line next to a citation mark."""
@@ -39,6 +42,14 @@ def locator_label(
 def source_label(filename: str, locator: str | None) -> str:
     """The file name, followed by the locator in parentheses when there is one."""
     return f"{filename} ({locator})" if locator else filename
+
+
+def page_at(pages: Sequence[Page], offset: int) -> Page | None:
+    """The page holding the code point at ``offset`` (pages tile the text in order)."""
+    if not pages:
+        return None
+    index = bisect.bisect_right([p.span.start for p in pages], offset) - 1
+    return pages[max(0, index)]
 
 
 def _shorten(text: str) -> str:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Sequence
 
+from citewell.cite.locator import page_at
 from citewell.config import RetrieveSettings
 from citewell.embed.base import Embedder
 from citewell.model import (
@@ -124,7 +124,7 @@ def _passage(
     best = [pair for pair in ranked if pair[1] > 0][:sentences_per_passage] or ranked[:1]
     matches = []
     for span, score in best:
-        page = _page_at(pages, span.start)
+        page = page_at(pages, span.start)
         matches.append(
             SentenceMatch(
                 span=span,
@@ -134,7 +134,7 @@ def _passage(
                 page_label=page.label if page else None,
             )
         )
-    first_page = _page_at(pages, chunk.span.start)
+    first_page = page_at(pages, chunk.span.start)
     return Passage(
         chunk=chunk,
         source=source,
@@ -143,11 +143,3 @@ def _passage(
         page_number=first_page.number if first_page else None,
         page_label=first_page.label if first_page else None,
     )
-
-
-def _page_at(pages: Sequence[Page], offset: int) -> Page | None:
-    """The page holding the code point at ``offset`` (pages tile the text in order)."""
-    if not pages:
-        return None
-    index = bisect.bisect_right([p.span.start for p in pages], offset) - 1
-    return pages[max(0, index)]

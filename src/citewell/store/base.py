@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from citewell.ingest.base import CharBoxes, ChunkDraft
 from citewell.model import (
+    Answer,
     Bucket,
     Chunk,
     Filter,
@@ -30,11 +31,13 @@ from citewell.model import (
 
 __all__ = [
     "ChunkHit",
+    "ConversationTurn",
     "FusedHit",
     "Fusion",
     "Scope",
     "SourceDraft",
     "Store",
+    "StoredAnswer",
     "Vectors",
 ]
 
@@ -66,6 +69,24 @@ class SourceDraft:
     effective_date: dt.date | None = None
     acl: frozenset[str] = frozenset()
     metadata: dict[str, MetadataValue] = field(default_factory=dict)
+
+
+ConversationTurn = tuple[Literal["user", "assistant"], str]
+"""One earlier message of a conversation: who said it, and what."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredAnswer:
+    """An answer as an API dialect sent it, kept to be read again by the id the client got."""
+
+    id: str
+    """The id the client was given (``resp_…``)."""
+    tenant_id: str
+    answer: Answer
+    rendered: str
+    """The JSON object the client was sent, as text: read back byte for byte."""
+    conversation: tuple[ConversationTurn, ...] = ()
+    """The turns before the answer's question, oldest first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,5 +200,14 @@ class Store(Protocol):
     def search_hybrid(
         self, query: str, vector: Vectors, scope: Scope, *, limit: int, fusion: Fusion
     ) -> list[FusedHit]: ...
+
+    # answers -------------------------------------------------------------------------------
+    def put_answer(self, stored: StoredAnswer) -> None:
+        """Keep an answer under its id. Raises ``Conflict`` if the id is taken."""
+        ...
+
+    def get_answer(self, answer_id: str, *, tenant_id: str) -> StoredAnswer:
+        """The answer kept under this id; ``NotFound`` for unknown ids and other tenants'."""
+        ...
 
     def close(self) -> None: ...

@@ -101,6 +101,22 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         CREATE TABLE lexical_garbage (source_key INTEGER PRIMARY KEY);
         """,
     ),
+    (
+        "0002_answers",
+        """
+        -- Answers as the API sent them, so that a client can read one again by its id
+        -- (GET /v1/responses/{id}) and continue the conversation from it.
+        CREATE TABLE answers (
+            id           TEXT PRIMARY KEY,  -- the id the client was given: resp_…
+            tenant_id    TEXT NOT NULL,
+            answer_id    TEXT NOT NULL,     -- Answer.id: ans_…
+            created_at   TEXT NOT NULL,
+            answer       TEXT NOT NULL,     -- the Answer, as JSON
+            conversation TEXT NOT NULL,     -- JSON array of [role, text]: the turns before it
+            rendered     TEXT NOT NULL      -- the JSON object the client was sent
+        );
+        """,
+    ),
 )
 
 

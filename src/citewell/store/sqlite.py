@@ -28,8 +28,16 @@ import numpy as np
 
 from citewell.errors import Conflict, NotFound, StoreError
 from citewell.ingest.base import CharBoxes
-from citewell.model import Bucket, Chunk, Modality, Page, Source, SourceStatus, Span
-from citewell.store.base import ChunkHit, FusedHit, Fusion, Scope, SourceDraft, Vectors
+from citewell.model import Answer, Bucket, Chunk, Modality, Page, Source, SourceStatus, Span
+from citewell.store.base import (
+    ChunkHit,
+    FusedHit,
+    Fusion,
+    Scope,
+    SourceDraft,
+    StoredAnswer,
+    Vectors,
+)
 from citewell.store.blobs import BlobStore
 from citewell.store.filters import SqlParam, compile_filter
 from citewell.store.fusion import fuse
@@ -553,6 +561,40 @@ class SQLiteStore:
                 stale, self.vectors = self.vectors, self._new_vector_index(self.vectors.dim)
                 stale.close()
                 self._generation = -1
+
+    # answers ---------------------------------------------------------------------------------
+    def put_answer(self, stored: StoredAnswer) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO answers (id, tenant_id, answer_id, created_at, answer, conversation,"
+                " rendered) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    stored.id,
+                    stored.tenant_id,
+                    stored.answer.id,
+                    _now(),
+                    stored.answer.model_dump_json(),
+                    json.dumps(stored.conversation, ensure_ascii=False),
+                    stored.rendered,
+                ),
+            )
+
+    def get_answer(self, answer_id: str, *, tenant_id: str) -> StoredAnswer:
+        rows = self._read(
+            "SELECT id, tenant_id, answer, conversation, rendered FROM answers"
+            " WHERE id = ? AND tenant_id = ?",
+            (answer_id, tenant_id),
+        )
+        if not rows:
+            raise NotFound(f"No response found with id '{answer_id}'.", param="response_id")
+        row = rows[0]
+        return StoredAnswer(
+            id=row["id"],
+            tenant_id=row["tenant_id"],
+            answer=Answer.model_validate_json(row["answer"]),
+            rendered=row["rendered"],
+            conversation=tuple((role, text) for role, text in json.loads(row["conversation"])),
+        )
 
     # search ----------------------------------------------------------------------------------
     def search_lexical(self, query: str, scope: Scope, *, limit: int) -> list[ChunkHit]:

@@ -1,0 +1,538 @@
+"""Grounded answers end to end, with the extractive generator (the embedded default).
+
+Data: XQuAD (development split, en/es/zh) and SQuAD 2.0 (development half; about half of its
+questions are unanswerable). Each article is ingested as one plain-text source, its paragraphs
+joined by blank lines, so every gold answer maps to an exact range of the source's canonical text.
+The ingested stores are kept in bench/.cache (embedding with e5-small is slow).
+
+Tuned on one part, reported on another: the articles are split in two by a hash of their title
+(``held_out``), the same way in every data set (SQuAD 2.0 and XQuAD share articles). ``tune``
+reads only the tuning articles; ``quality`` reports the held-out ones unless told otherwise.
+
+Per data set: the share of answerable questions whose answer contains a gold answer (a refusal
+contains none); citation precision (the share of citations, over answers given to answerable
+questions, whose source range contains or overlaps a gold answer's range; refusals carry no
+citation and are counted apart); citation completeness (the share of answer sentences with a kept
+citation); refusals on unanswerable and on answerable questions; latency p50/p95 of a whole
+answer (retrieval, generation, attribution, verification).
+
+    .venv/bin/python bench/answers.py quality                      # held-out articles
+    .venv/bin/python bench/answers.py quality --distractors 10000  # a store of >= 10k passages
+    .venv/bin/python bench/answers.py quality --distractors 10000 --learned  # + learned ranker
+    .venv/bin/python bench/answers.py quality --http http://127.0.0.1:8750 --distractors 10000
+    .venv/bin/python bench/answers.py tune                         # on the tuning articles
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import itertools
+import json
+import pickle
+import re
+import shutil
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from citewell.config import RetrieveSettings, Settings
+from citewell.generate.base import Evidence
+from citewell.generate.extractive import ExtractiveGenerator, Features, Weights, sentence_features
+from citewell.library import Library
+from citewell.model import Agent, Principal, Span
+from common import CACHE, evaldata_dir, machine, mean, percentile, reproduce_line, table
+
+LOCAL = Principal.local()
+CORPUS = "corpus"
+DISTRACTORS = "scale"  # the bucket bench/latency.py fills
+SETS = ("xquad-en", "xquad-es", "xquad-zh", "squad2")
+HOLD_OUT_SALT = "citewell-answers-holdout"
+
+
+def held_out(title: str) -> bool:
+    """Whether an article is reported on (True) or tuned on (False): half of them, by hash."""
+    return int(hashlib.sha256(f"{HOLD_OUT_SALT}:{title}".encode()).hexdigest(), 16) % 2 == 1
+
+
+# data --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Gold:
+    filename: str
+    span: Span
+    text: str
+
+
+@dataclass(frozen=True)
+class Item:
+    id: str
+    question: str
+    golds: tuple[Gold, ...]
+    """Empty for an unanswerable question."""
+    article: str
+    held_out: bool
+
+
+@dataclass
+class DataSet:
+    name: str
+    language: str
+    documents: dict[str, str] = field(default_factory=dict)
+    items: list[Item] = field(default_factory=list)
+
+    def split(self, part: str) -> DataSet:
+        """The items of one part: 'held-out', 'tune' or 'all' (documents are kept whole)."""
+        if part == "all":
+            return self
+        wanted = part == "held-out"
+        return replace(self, items=[i for i in self.items if i.held_out == wanted])
+
+
+def load(evaldata: Path, name: str) -> DataSet:
+    if name == "squad2":
+        path = evaldata / "squad_v2_dev_half" / "dev-v2.0-half.json"
+        return squad_format(path, name, "en")
+    language = name.removeprefix("xquad-")
+    return squad_format(evaldata / "xquad" / f"xquad.{language}.json", name, language)
+
+
+def squad_format(path: Path, name: str, language: str) -> DataSet:
+    """One source per article; gold answers as ranges of the article's canonical text."""
+    data = DataSet(name, language)
+    for number, article in enumerate(json.loads(path.read_text(encoding="utf-8"))["data"]):
+        title = article["title"]
+        filename = f"{number:02d}-{re.sub(r'[^A-Za-z0-9]+', '-', title)}.txt"
+        contexts = [p["context"] for p in article["paragraphs"]]
+        joined = "\n\n".join(contexts)
+        # What the text parser keeps: the file without its byte-order mark, stripped.
+        unmarked = joined.removeprefix("\ufeff")
+        text = unmarked.strip()
+        lead = len(joined) - len(unmarked.lstrip())
+        data.documents[filename] = text
+        offset = -lead
+        for paragraph, context in zip(article["paragraphs"], contexts, strict=True):
+            for qa in paragraph["qas"]:
+                golds = tuple(_golds(filename, text, offset, qa["answers"]))
+                data.items.append(Item(qa["id"], qa["question"], golds, title, held_out(title)))
+            offset += len(context) + 2
+    return data
+
+
+def _golds(filename: str, text: str, offset: int, answers: list[dict[str, Any]]) -> Iterator[Gold]:
+    seen = set()
+    for answer in answers:
+        start = offset + answer["answer_start"]
+        span = Span(start=start, end=start + len(answer["text"]))
+        if span in seen:
+            continue
+        seen.add(span)
+        if text[span.start : span.end] != answer["text"]:
+            raise SystemExit(f"gold answer misplaced in {filename}: {answer}")
+        yield Gold(filename, span, answer["text"])
+
+
+# stores ------------------------------------------------------------------------------------
+def settings_for(embedder: Any, name: str, distractors: int) -> Settings:
+    folder = name if not distractors else f"{name}-distractors-{distractors}"
+    return Settings(
+        data_dir=CACHE / f"answers-{embedder}" / folder,
+        retrieve=RetrieveSettings(embedder=embedder, threads=1),
+    )
+
+
+def _ingest_slice(settings: Settings, items: list[tuple[str, str]]) -> None:
+    with Library.open(settings) as library:
+        library.create_bucket(CORPUS)
+        for filename, text in items:
+            library.ingest(text.encode(), filename=filename, bucket=CORPUS)
+
+
+def prepare_store(data: DataSet, embedder: str, workers: int, distractors: int) -> Settings:
+    """The cached store of the data set (ingested on first use), with distractors if asked."""
+    base = settings_for(embedder, data.name, 0)
+    items = sorted(data.documents.items())
+    started = time.perf_counter()
+    if workers == 1:
+        _ingest_slice(base, items)  # a no-op for files already stored (same bytes)
+    else:
+        with ProcessPoolExecutor(workers) as pool:
+            slices = [items[i::workers] for i in range(workers)]
+            list(pool.map(_ingest_slice, [base] * workers, slices))
+    with Library.open(base) as library:
+        _check_texts(library, data)
+    print(f"  {data.name}: {len(items)} articles ready in {time.perf_counter() - started:.0f} s")
+    if not distractors:
+        return base
+    settings = settings_for(embedder, data.name, distractors)
+    done = settings.data_dir / "distractors.done"
+    if not done.exists():
+        if settings.data_dir.exists():
+            shutil.rmtree(settings.data_dir)  # an interrupted earlier run
+        shutil.copytree(base.data_dir, settings.data_dir)
+        _add_distractors(settings, distractors)
+        done.touch()
+    return settings
+
+
+def _check_texts(library: Library, data: DataSet) -> None:
+    for source in library.list_sources(CORPUS):
+        if library.source_text(source.id) != data.documents[source.filename]:
+            raise SystemExit(f"canonical text of {source.filename} differs from the article")
+
+
+def _add_distractors(settings: Settings, count: int) -> None:
+    """Synthetic passages of real sentences (bench/latency.py), in a bucket searched alongside."""
+    from latency import (
+        fill_store,
+        passage_texts,
+        passage_vectors,
+        pool_vectors,
+        sentence_pools,
+        synthetic_passages,
+    )
+
+    pools = sentence_pools(evaldata_dir())
+    passages = synthetic_passages(count)
+    with Library.open(settings) as library:
+        vectors = passage_vectors(pool_vectors(library, pools), passages)
+        fill_store(library, passage_texts(pools, passages), vectors)
+
+
+def passage_count(library: Library, agent: Agent) -> int:
+    """Passages (chunks) in the buckets the agent searches."""
+    return sum(s.chunk_count for b in agent.bucket_ids for s in library.list_sources(b))
+
+
+# asking ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Outcome:
+    """What one answer said, reduced to what the metrics need."""
+
+    text: str
+    citations: tuple[tuple[str, Span], ...]
+    """(source filename, cited range) of every kept citation."""
+    sentences: int
+    """Answer sentences that state something from the sources."""
+    cited_sentences: int
+    declined: bool
+    ms: float
+
+
+def agent_for(distractors: int) -> Agent:
+    buckets = (CORPUS, DISTRACTORS) if distractors else (CORPUS,)
+    return Agent(bucket_ids=buckets)
+
+
+async def ask_engine(
+    library: Library, agent: Agent, questions: Sequence[str], *, learned: bool = False
+) -> list[Outcome]:
+    """Every question through ``Engine.ask``, one at a time, as a server would answer it
+    (``learned=True``: with the experimental learned ranker, bench/train_ranker.py)."""
+    from citewell.cite.verify import LexicalVerifier
+    from citewell.engine import Engine, Question
+
+    generator = ExtractiveGenerator(ranker="packaged" if learned else None)
+    engine = Engine(library, {"extractive": generator}, LexicalVerifier(), (agent,))
+    names = {s.id: s.filename for s in library.list_sources(CORPUS)}
+    for warm_up in questions[:3]:
+        await engine.ask(Question(warm_up), agent=agent, principal=LOCAL)
+    outcomes = []
+    for question in questions:
+        started = time.perf_counter()
+        answer = await engine.ask(Question(question), agent=agent, principal=LOCAL)
+        ms = (time.perf_counter() - started) * 1000
+        cited = {c.claim_index for c in answer.citations}
+        stating = [i for i, c in enumerate(answer.claims) if c.needs_citation]
+        outcomes.append(
+            Outcome(
+                text=answer.text,
+                citations=tuple((names.get(c.source_id, ""), c.span) for c in answer.citations),
+                sentences=len(stating),
+                cited_sentences=sum(1 for i in stating if i in cited),
+                declined=answer.declined,
+                ms=ms,
+            )
+        )
+    return outcomes
+
+
+def ask_http(
+    url: str, api_key: str, library: Library, agent: Agent, questions: Sequence[str]
+) -> list[Outcome]:
+    """Every question through a running server's ``/v1/responses``, with the official SDK.
+
+    The server must serve this same store (``citewell serve`` on the data folder printed
+    above). Citations come back as ranges of the answer text; the cited source range is not
+    part of the wire format, so this mode measures latency, answers and refusals, and the
+    in-process run measures precision.
+    """
+    import openai
+
+    from citewell.engine import REFUSALS
+
+    client = openai.OpenAI(base_url=url.rstrip("/") + "/v1", api_key=api_key)
+    stores = [library.get_bucket(b).id for b in agent.bucket_ids]
+    tool: Any = {"type": "file_search", "vector_store_ids": stores}
+    outcomes = []
+    for question in questions:
+        started = time.perf_counter()
+        response = client.responses.create(model=agent.name, input=question, tools=[tool])
+        ms = (time.perf_counter() - started) * 1000
+        text, cited = "", 0
+        for item in response.output:
+            if item.type == "message":
+                for part in item.content:
+                    if part.type == "output_text":
+                        text += part.text
+                        cited += sum(1 for a in part.annotations if a.type == "file_citation")
+        declined = any(text.rstrip().endswith(r) for r in REFUSALS.values())
+        sentences = 0 if declined and not cited else max(1, cited)
+        outcomes.append(Outcome(text, (), sentences, min(cited, sentences), declined, ms))
+    return outcomes
+
+
+# metrics -----------------------------------------------------------------------------------
+def row(data: DataSet, outcomes: Sequence[Outcome], *, ranges: bool) -> list[object]:
+    pairs = list(zip(data.items, outcomes, strict=True))
+    answerable = [(i, o) for i, o in pairs if i.golds]
+    unanswerable = [(i, o) for i, o in pairs if not i.golds]
+    contains = mean(
+        float(not o.declined and any(g.text in o.text for g in i.golds)) for i, o in answerable
+    )
+    answered = [(i, o) for i, o in answerable if not o.declined]
+    cited = [(i, c) for i, o in answered for c in o.citations]
+    precision = mean(float(precise(i, c)) for i, c in cited) if ranges else float("nan")
+    sentences = sum(o.sentences for o in outcomes)
+    completeness = sum(o.cited_sentences for o in outcomes) / sentences if sentences else 1.0
+    times = [o.ms for o in outcomes]
+    return [
+        data.name,
+        len(answerable),
+        len(unanswerable),
+        contains,
+        precision,
+        completeness,
+        mean(float(o.declined) for _, o in unanswerable) if unanswerable else "-",
+        mean(float(o.declined) for _, o in answerable),
+        mean((len(o.citations) if ranges else o.cited_sentences) for _, o in answered),
+        percentile(times, 50),
+        percentile(times, 95),
+    ]
+
+
+HEADER = [
+    "set",
+    "answerable",
+    "unanswerable",
+    "contains gold",
+    "citation precision",
+    "completeness",
+    "refusal (unanswerable)",
+    "false refusal",
+    "citations/answer",
+    "p50 ms",
+    "p95 ms",
+]
+
+
+def precise(item: Item, citation: tuple[str, Span]) -> bool:
+    filename, span = citation
+    return any(g.filename == filename and g.span.overlaps(span) for g in item.golds)
+
+
+def quality(args: argparse.Namespace) -> None:
+    evaldata = evaldata_dir()
+    rows = []
+    for name in args.sets:
+        data = load(evaldata, name).split(args.split)
+        if args.limit:
+            data.items = data.items[: args.limit]
+        settings = prepare_store(data, args.embedder, args.workers, args.distractors)
+        agent = agent_for(args.distractors)
+        with Library.open(settings) as library:
+            passages = passage_count(library, agent)
+            questions = [item.question for item in data.items]
+            if args.http:
+                print(f"  {name}: asking {args.http} (serving {settings.data_dir})")
+                outcomes = ask_http(args.http, args.api_key, library, agent, questions)
+            else:
+                outcomes = asyncio.run(ask_engine(library, agent, questions))
+            if args.learned and not args.http:
+                learned = asyncio.run(ask_engine(library, agent, questions, learned=True))
+                rows.append(row(data, learned, ranges=True))
+                rows[-1][0] = f"{name} (learned ranker)"
+        print(f"  {name}: answered {len(outcomes)} questions over {passages} passages")
+        rows.append(row(data, outcomes, ranges=not args.http))
+    print(f"\n{args.split} articles, {'HTTP ' + args.http if args.http else 'in process'}:")
+    print(table(rows, HEADER))
+
+
+# tuning ------------------------------------------------------------------------------------
+def evidence_for(data: DataSet, settings: Settings, agent: Agent) -> list[Evidence]:
+    """The evidence the engine hands the generator for each question, cached on disk."""
+    from citewell.cite.evidence import build_evidence, distinct_passages
+    from citewell.language import detect_language
+    from citewell.model import SearchRequest
+
+    key = hashlib.sha256(
+        f"{settings.fingerprint()}:{agent.max_passages}:{[i.id for i in data.items]}".encode()
+    ).hexdigest()[:12]
+    path = settings.data_dir.parent / f"{settings.data_dir.name}.{key}.evidence.pickle"
+    if path.exists():
+        cached: list[Evidence] = pickle.loads(path.read_bytes())
+        return cached
+    found = []
+    with Library.open(settings) as library:
+        for item in data.items:
+            request = SearchRequest(
+                query=item.question,
+                bucket_ids=agent.bucket_ids,
+                max_results=min(100, 2 * agent.max_passages),
+            )
+            passages = distinct_passages(library.search(request), agent.max_passages)
+            language = detect_language(item.question) or data.language
+            found.append(build_evidence(item.question, language, passages))
+    path.write_bytes(pickle.dumps(found))
+    return found
+
+
+@dataclass
+class Labelled:
+    """One question's evidence as the tuner needs it: features, and which sentences are right."""
+
+    item: Item
+    evidence: Evidence
+    features: list[Features]
+    right: list[bool]
+
+
+def labelled(data: DataSet, evidence: Sequence[Evidence]) -> list[Labelled]:
+    out = []
+    for item, found in zip(data.items, evidence, strict=True):
+        right = [
+            precise(item, (found.passages[s.passage_index].source.filename, s.span))
+            for s in found.sentences
+        ]
+        out.append(Labelled(item, found, sentence_features(found), right))
+    return out
+
+
+def simulate(questions: Sequence[Labelled], weights: Weights) -> dict[str, float]:
+    """The quality figures of the generator alone (a verbatim sentence always verifies)."""
+    generator = ExtractiveGenerator(weights)
+    contains: list[float] = []
+    precise_: list[float] = []
+    refused: list[float] = []
+    false_refusals: list[float] = []
+    for q in questions:
+        chosen = generator.choose(q.evidence, q.features, max_sources=Agent().max_sources)
+        if not q.item.golds:
+            refused.append(float(not chosen))
+            continue
+        false_refusals.append(float(not chosen))
+        text = " ".join(q.evidence.sentences[i].text for i in chosen)
+        contains.append(float(bool(chosen) and any(g.text in text for g in q.item.golds)))
+        precise_.extend(float(q.right[i]) for i in chosen)
+    return {
+        "contains": mean(contains),
+        "precision": mean(precise_),
+        "false refusal": mean(false_refusals),
+        "refusal": mean(refused),
+    }
+
+
+RANKING_GRID = {
+    "context": (0.0, 0.1, 0.2, 0.3),
+    "answer_type": (0.0, 0.1, 0.2, 0.3, 0.5),
+    "retrieval": (0.0, 0.1, 0.2, 0.3),
+    "rank": (0.0, 0.05, 0.1),
+}
+DECLINE_GRID = {
+    "decline_below": (0.1, 0.2, 0.3, 0.4),
+    "decline_untyped": (0.3, 0.5),
+    "decline_margin": (0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15),
+}
+
+
+def tune(args: argparse.Namespace) -> None:
+    """Grids over the weights, on the tuning articles only."""
+    evaldata = evaldata_dir()
+    prepared = []
+    for name in args.sets:
+        data = load(evaldata, name).split("tune")
+        settings = prepare_store(data, args.embedder, args.workers, 0)
+        prepared.append((name, labelled(data, evidence_for(data, settings, agent_for(0)))))
+    rows = [
+        [name, len(qs), mean(float(any(q.right)) for q in qs if q.item.golds)]
+        for name, qs in prepared
+    ]
+    print(table(rows, ["set", "questions", "gold sentence in evidence"]))
+    default = Weights()
+    print("\ndefault weights:", default)
+    _grid(prepared, default, RANKING_GRID, lambda r: r["contains"] + r["precision"], top=12)
+    _grid(prepared, default, DECLINE_GRID, _precision_keeping_answers, top=30)
+    for sentences in (1, 2, 3):
+        weights = replace(default, max_sentences=sentences)
+        figures = [simulate(qs, weights) for _, qs in prepared]
+        print(f"max_sentences={sentences}:", [_figures(f) for f in figures])
+
+
+def _grid(
+    prepared: Sequence[tuple[str, Sequence[Labelled]]],
+    base: Weights,
+    grid: Mapping[str, Sequence[float]],
+    objective: Callable[[dict[str, float]], float],
+    *,
+    top: int,
+) -> None:
+    results = []
+    for combo in itertools.product(*grid.values()):
+        weights = replace(base, **dict(zip(grid, combo, strict=True)))  # type: ignore[arg-type]
+        figures = [simulate(qs, weights) for _, qs in prepared]
+        results.append((mean(objective(f) for f in figures), combo, figures))
+    results.sort(key=lambda r: -r[0])
+    names = [name for name, _ in prepared]
+    rows = [[*c, *(_figures(f) for f in figures), m] for m, c, figures in results[:top]]
+    print()
+    print(table(rows, [*grid, *names, "objective"]))
+
+
+def _precision_keeping_answers(figures: dict[str, float]) -> float:
+    """Citation precision, as long as at least 0.70 of answers still contain a gold answer."""
+    return figures["precision"] if figures["contains"] >= 0.70 else figures["precision"] - 1
+
+
+def _figures(f: dict[str, float]) -> str:
+    """contains / precision / false refusal / refusal of the unanswerable."""
+    return "/".join(f"{f[k]:.3f}" for k in ("contains", "precision", "false refusal", "refusal"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("part", choices=["quality", "tune"])
+    parser.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS))
+    parser.add_argument("--split", choices=["held-out", "tune", "all"], default="held-out")
+    parser.add_argument("--embedder", choices=["e5-small", "use"], default="e5-small")
+    parser.add_argument("--workers", type=int, default=1, help="ingest processes")
+    parser.add_argument("--distractors", type=int, default=0, help="extra synthetic passages")
+    parser.add_argument("--http", metavar="URL", help="ask a running server's /v1/responses")
+    parser.add_argument("--api-key", default="bench", help="key for --http")
+    parser.add_argument("--limit", type=int, default=0, help="first N questions of each set")
+    parser.add_argument(
+        "--learned", action="store_true", help="also answer with the learned ranker"
+    )
+    args = parser.parse_args()
+    print(f"# bench/answers.py {args.part} — {time.strftime('%Y-%m-%d')} — {machine()}")
+    if args.part == "quality":
+        quality(args)
+    else:
+        tune(args)
+    print("\n" + reproduce_line())
+
+
+if __name__ == "__main__":
+    main()

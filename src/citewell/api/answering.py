@@ -1,0 +1,166 @@
+"""What the answering dialects (Responses, Chat Completions) share: the render options in
+``metadata``, naming an agent, reading a conversation, and streaming an answer as server-sent
+events.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Protocol
+
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import AfterValidator
+
+from citewell.api.errors import GENERIC_MESSAGE, error_response
+from citewell.engine import AnswerEvent, Completed, Engine
+from citewell.errors import GeneratorError, InvalidRequest, NotFound
+from citewell.generate.base import Turn
+from citewell.model import Agent, Answer
+from citewell.render import CitationCompat, SourcesAppendix
+
+__all__ = [
+    "Conversation",
+    "Metadata",
+    "event_stream",
+    "find_agent",
+    "read_conversation",
+    "render_choices",
+]
+
+logger = logging.getLogger("citewell.api")
+
+
+MAX_METADATA_PAIRS = 16
+MAX_METADATA_KEY = 64
+MAX_METADATA_VALUE = 512
+
+
+def _metadata_limits(metadata: dict[str, str]) -> dict[str, str]:
+    """OpenAI's limits: at most 16 pairs, keys up to 64 characters, values up to 512."""
+    if len(metadata) > MAX_METADATA_PAIRS:
+        raise ValueError(f"at most {MAX_METADATA_PAIRS} pairs are allowed")
+    for key, value in metadata.items():
+        if len(key) > MAX_METADATA_KEY:
+            raise ValueError(f"keys may be at most {MAX_METADATA_KEY} characters long")
+        if len(value) > MAX_METADATA_VALUE:
+            raise ValueError(f"values may be at most {MAX_METADATA_VALUE} characters long")
+    return metadata
+
+
+Metadata = Annotated[dict[str, str], AfterValidator(_metadata_limits)]
+"""A request's ``metadata``: string pairs within OpenAI's limits."""
+
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "citation_compat": ("native", "legacy"),
+    "sources_appendix": ("omit", "include"),
+}
+
+
+def render_choices(
+    metadata: dict[str, str] | None, *, appendix: SourcesAppendix
+) -> tuple[CitationCompat, SourcesAppendix]:
+    """``metadata.citation_compat`` (default ``native``) and ``metadata.sources_appendix``."""
+    metadata = metadata or {}
+    for key, allowed in _CHOICES.items():
+        value = metadata.get(key)
+        if value is not None and value not in allowed:
+            raise InvalidRequest(
+                f"Invalid 'metadata.{key}': expected one of {', '.join(map(repr, allowed))}, "
+                f"got {value!r}.",
+                param=f"metadata.{key}",
+            )
+    compat: CitationCompat = "legacy" if metadata.get("citation_compat") == "legacy" else "native"
+    chosen = metadata.get("sources_appendix", appendix)
+    return compat, "include" if chosen == "include" else "omit"
+
+
+def find_agent(engine: Engine, model: str | None) -> Agent | JSONResponse:
+    """The agent a request names as its ``model`` (the default agent for none), or the 404."""
+    try:
+        return engine.agent(model)
+    except NotFound:
+        return error_response(
+            404,
+            f"The model `{model}` does not exist or you do not have access to it.",
+            param="model",
+            code="model_not_found",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    question: str
+    history: tuple[Turn, ...]
+    instructions: str | None
+
+
+def read_conversation(
+    messages: Sequence[tuple[str, str]], instructions: str | None, *, param: str
+) -> Conversation:
+    """(role, text) messages → the question (the last message, a user's), the turns before it,
+    and the instructions (the request's, then every system or developer message)."""
+    if not messages or messages[-1][0] != "user" or not messages[-1][1].strip():
+        raise InvalidRequest(
+            f"The last item of '{param}' must be a user message with text: the question.",
+            param=param,
+        )
+    notes = [instructions] if instructions else []
+    history: list[Turn] = []
+    for role, text in messages[:-1]:
+        if role in ("system", "developer"):
+            notes.append(text)
+        elif role == "user":
+            history.append(Turn("user", text))
+        elif role == "assistant":
+            history.append(Turn("assistant", text))
+    return Conversation(messages[-1][1], tuple(history), "\n\n".join(notes) or None)
+
+
+class EventRenderer(Protocol):
+    def feed(self, event: AnswerEvent) -> list[str]: ...
+
+    def fail(self, message: str) -> list[str]: ...
+
+
+async def event_stream(
+    events: AsyncIterator[AnswerEvent],
+    renderer: EventRenderer,
+    *,
+    on_completed: Callable[[Answer], Awaitable[None]] | None = None,
+) -> StreamingResponse:
+    """An answer's events as server-sent events.
+
+    The first event (the retrieval) is awaited before anything is sent, so an unknown bucket or
+    a failing store is still an ordinary HTTP error. A generator failing later ends the stream
+    with the dialect's failure event. ``on_completed`` runs before the final events are sent, so
+    a client that reads the answer again at once finds it.
+    """
+    first = await anext(events)
+
+    async def body() -> AsyncIterator[str]:
+        try:
+            yield "".join(renderer.feed(first))
+            async for event in events:
+                lines = renderer.feed(event)
+                if isinstance(event, Completed) and on_completed is not None:
+                    await on_completed(event.answer)
+                if lines:
+                    yield "".join(lines)
+        except GeneratorError as exc:
+            logger.warning("streamed answer failed: %s", exc.message)
+            yield "".join(renderer.fail(exc.message))
+        except Exception:
+            logger.exception("streamed answer failed")
+            yield "".join(renderer.fail(GENERIC_MESSAGE))
+        finally:
+            close = getattr(events, "aclose", None)  # the engine's stream is an async generator
+            if close is not None:
+                await close()
+
+    return StreamingResponse(
+        body(),
+        media_type="text/event-stream",
+        headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
+    )

@@ -1,0 +1,150 @@
+"""OpenAI's Chat Completions: ``POST /v1/chat/completions``.
+
+A request names an agent as its ``model`` and answers from the agent's buckets. System and
+developer messages become the instructions, earlier turns the history, the last user message
+the question. The answer is rendered by ``citewell.render.chat``: ``url_citation`` annotations
+and, unless ``metadata.sources_appendix`` is ``omit``, a "Sources:" list in the content.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from citewell.api.answering import (
+    Metadata,
+    event_stream,
+    find_agent,
+    read_conversation,
+    render_choices,
+)
+from citewell.api.deps import EngineDep, PrincipalDep, WireModel
+from citewell.engine import Question
+from citewell.errors import InvalidRequest
+from citewell.render import ChatOptions, ChatStream, render_completion
+from citewell.render.common import dumps
+
+__all__ = ["ChatBody", "router"]
+
+router = APIRouter(tags=["chat"])
+
+MAX_TEXT = 200_000
+MAX_MESSAGES = 1000
+
+Text = Annotated[str, Field(max_length=MAX_TEXT)]
+Name = Annotated[str, Field(max_length=256)]
+
+
+class _Loose(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class ContentPart(_Loose):
+    type: Name
+    text: Text | None = None
+
+
+class ChatMessage(_Loose):
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: Text | list[ContentPart] | None = Field(default=None, max_length=MAX_MESSAGES)
+
+
+class StreamOptions(WireModel):
+    include_usage: bool = False
+    include_obfuscation: bool | None = None
+
+
+class ChatBody(WireModel):
+    """The body of ``POST /v1/chat/completions``: what citewell reads, and what it ignores."""
+
+    model: Name | None = Field(default=None, description="An agent's name; none: the default.")
+    messages: list[ChatMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    metadata: Metadata | None = None
+    n: int | None = Field(default=None, ge=1, le=1, description="Only one choice is made.")
+    tools: list[dict[str, Any]] | None = Field(default=None, max_length=0)
+    tool_choice: Literal["none", "auto"] | None = None
+    response_format: dict[str, Any] | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    stop: Name | list[Name] | None = None
+    seed: int | None = None
+    user: Name | None = None
+    store: bool | None = None
+    frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
+    presence_penalty: float | None = Field(default=None, ge=-2, le=2)
+    logprobs: bool | None = None
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    parallel_tool_calls: bool | None = None
+    service_tier: Name | None = None
+    prompt_cache_key: Name | None = None
+    safety_identifier: Name | None = None
+    reasoning_effort: Name | None = None
+    verbosity: Name | None = None
+
+
+@router.post("/v1/chat/completions", response_model=None)
+async def create_chat_completion(
+    body: ChatBody, request: Request, engine: EngineDep, principal: PrincipalDep
+) -> Response:
+    """An answer with its citations, as a ``chat.completion`` or its chunks."""
+    agent = find_agent(engine, body.model)
+    if isinstance(agent, JSONResponse):
+        return agent
+    if body.response_format is not None and body.response_format.get("type") != "text":
+        raise InvalidRequest(
+            "Only text answers are supported: response_format must be {'type': 'text'}.",
+            param="response_format",
+        )
+    compat, appendix = render_choices(body.metadata, appendix="include")
+    messages = [
+        (m.role, _text(m.content, f"messages[{i}].content")) for i, m in enumerate(body.messages)
+    ]
+    conversation = read_conversation(messages, None, param="messages")
+    retrieve = body.tool_choice != "none"
+    question = Question(
+        conversation.question,
+        history=conversation.history,
+        instructions=conversation.instructions,
+        retrieve=retrieve,
+    )
+    options = ChatOptions(
+        id=secrets.token_hex(12),
+        model=body.model or agent.name,
+        created_at=int(time.time()),
+        citation_compat=compat,
+        sources_appendix=appendix,
+        show_sources=agent.show_sources,
+        retrieve=retrieve,
+        instructions=conversation.instructions,
+        base_url=str(request.base_url),
+        include_usage=body.stream_options is not None and body.stream_options.include_usage,
+        metadata=body.metadata,
+    )
+    if body.stream:
+        events = engine.stream(question, agent=agent, principal=principal)
+        return await event_stream(events, ChatStream(options))
+    answer = await engine.ask(question, agent=agent, principal=principal)
+    return Response(dumps(render_completion(answer, options)), media_type="application/json")
+
+
+def _text(content: str | list[ContentPart] | None, param: str) -> str:
+    if content is None or isinstance(content, str):
+        return content or ""
+    texts = []
+    for index, part in enumerate(content):
+        if part.type != "text" or part.text is None:
+            raise InvalidRequest(
+                f"Content parts of type {part.type!r} are not supported: citewell reads text.",
+                param=f"{param}[{index}]",
+            )
+        texts.append(part.text)
+    return "\n".join(texts)

@@ -1,0 +1,46 @@
+"""OpenAI's model list: ``GET /v1/models`` names the agents a client may ask for as ``model``."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from pydantic import Field
+
+from citewell.api.answering import find_agent
+from citewell.api.deps import EngineDep, ListObject, WireObject
+from citewell.model import Agent
+
+__all__ = ["ModelObject", "router"]
+
+router = APIRouter(tags=["models"])
+
+
+class ModelObject(WireObject):
+    """An agent, as OpenAI describes a model."""
+
+    object: Literal["model"] = "model"
+    created: int = Field(description="When the server started, in Unix seconds.")
+    owned_by: str = Field(default="citewell", description="Always 'citewell'.")
+    description: str = Field(description="What the agent is for.")
+
+    @classmethod
+    def render(cls, agent: Agent, created: int) -> ModelObject:
+        return cls(id=agent.name, created=created, description=agent.description)
+
+
+@router.get("/v1/models")
+def list_models(request: Request, engine: EngineDep) -> ListObject[ModelObject]:
+    """The agents, in the order they were configured; the default agent first unless set."""
+    created = request.app.state.started_at
+    return ListObject.of([ModelObject.render(a, created) for a in engine.agents()])
+
+
+@router.get("/v1/models/{model}", response_model=None)
+def get_model(model: str, request: Request, engine: EngineDep) -> ModelObject | JSONResponse:
+    """One agent; 404 ``model_not_found`` for a name no agent has."""
+    agent = find_agent(engine, model)
+    if isinstance(agent, JSONResponse):
+        return agent
+    return ModelObject.render(agent, request.app.state.started_at)

@@ -1,0 +1,156 @@
+"""Claims and their citations, built up one claim at a time as an answer streams.
+
+``Attribution`` turns (a claim's text, the evidence numbers it names) into kept citations:
+numbers that name no evidence are dropped; adjacent sentences of one passage become one cited
+range; each range is verified against the claim and kept only above the agent's threshold; a
+claim that names nothing is aligned with the evidence instead, and one that aligns with nothing
+stays uncited — it never inherits a neighbour's citation. Sources are numbered from 1 in order of
+first citation, at most ``agent.max_sources`` of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from citewell.analysis import terms
+from citewell.cite.align import align
+from citewell.cite.locator import page_at
+from citewell.cite.verify import Verifier
+from citewell.generate.base import Evidence, EvidenceSentence
+from citewell.model import Agent, Citation, CitedSource, Claim, Page, Span
+
+__all__ = ["Attribution", "ClaimResult"]
+
+_MIN_CLAIM_TERMS = 3
+"""A claim with fewer content words that names no evidence is connective text ("In short,")."""
+_ALIGNED_CITATIONS = 2
+"""Most evidence sentences a fallback alignment may cite for one claim."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimResult:
+    claim: Claim
+    citations: tuple[Citation, ...]
+    new_sources: tuple[CitedSource, ...]
+    """Sources numbered for the first time by this claim."""
+
+
+class Attribution:
+    def __init__(
+        self,
+        evidence: Evidence,
+        agent: Agent,
+        verifier: Verifier,
+        pages_of: Callable[[str], Sequence[Page]],
+    ) -> None:
+        self._evidence = evidence
+        self._agent = agent
+        self._verifier = verifier
+        self._pages_of = pages_of
+        self.claims: list[Claim] = []
+        self.citations: list[Citation] = []
+        self.sources: list[CitedSource] = []
+
+    def attribute(self, text: str, span: Span, numbers: Sequence[int]) -> ClaimResult:
+        """Decide the citations of the claim ``text`` at ``span`` of the answer."""
+        claim_text = text[span.start : span.end]
+        language = self._evidence.language
+        cited = [self._by_number(n) for n in dict.fromkeys(numbers) if self._by_number(n)]
+        groups = self._verified(claim_text, _ranges([s for s in cited if s is not None]))
+        if not numbers and not groups:
+            aligned = align(claim_text, self._evidence, language=language)[:_ALIGNED_CITATIONS]
+            groups = self._verified(claim_text, _ranges([self._by_number(n) for n, _ in aligned]))
+        citations, new_sources = self._cite(len(self.claims), groups)
+        needs_citation = bool(numbers) or len(set(terms(claim_text, language))) >= _MIN_CLAIM_TERMS
+        claim = Claim(span=span, supported=bool(citations), needs_citation=needs_citation)
+        self.claims.append(claim)
+        self.citations.extend(citations)
+        self.sources.extend(new_sources)
+        return ClaimResult(claim, tuple(citations), tuple(new_sources))
+
+    def supports(self, claim_text: str, numbers: Sequence[int]) -> bool:
+        """Whether the claim would keep a citation (strict agents decide before showing it)."""
+        cited = [s for s in (self._by_number(n) for n in numbers) if s is not None]
+        if self._verified(claim_text, _ranges(cited)):
+            return True
+        if numbers:
+            return False
+        aligned = align(claim_text, self._evidence, language=self._evidence.language)
+        candidates = _ranges([self._by_number(n) for n, _ in aligned[:_ALIGNED_CITATIONS]])
+        return bool(self._verified(claim_text, candidates))
+
+    def _by_number(self, number: int) -> EvidenceSentence | None:
+        if 1 <= number <= len(self._evidence.sentences):
+            return self._evidence.sentences[number - 1]
+        return None
+
+    def _verified(
+        self, claim_text: str, groups: list[list[EvidenceSentence]]
+    ) -> list[tuple[list[EvidenceSentence], float]]:
+        kept = []
+        for group in groups:
+            score = self._verifier.support(
+                claim_text, [s.text for s in group], language=self._evidence.language
+            )
+            if score >= self._agent.support_threshold:
+                kept.append((group, score))
+        return kept
+
+    def _cite(
+        self, claim_index: int, groups: list[tuple[list[EvidenceSentence], float]]
+    ) -> tuple[list[Citation], list[CitedSource]]:
+        numbering = {s.source.id: s.source_index for s in self.sources}
+        citations: list[Citation] = []
+        new_sources: list[CitedSource] = []
+        for group, score in groups:
+            passage = self._evidence.passages[group[0].passage_index]
+            source = passage.source
+            if source.id not in numbering:
+                if len(numbering) >= self._agent.max_sources:
+                    continue
+                numbering[source.id] = len(numbering) + 1
+                new_sources.append(CitedSource(source_index=numbering[source.id], source=source))
+            citations.append(self._citation(claim_index, numbering[source.id], group, score))
+        citations.sort(key=lambda c: (c.source_index, c.span.start))
+        return citations, new_sources
+
+    def _citation(
+        self, claim_index: int, source_index: int, group: list[EvidenceSentence], score: float
+    ) -> Citation:
+        passage = self._evidence.passages[group[0].passage_index]
+        chunk = passage.chunk
+        span = Span(start=group[0].span.start, end=group[-1].span.end)
+        page = page_at(self._pages_of(passage.source.id), span.start)
+        return Citation(
+            claim_index=claim_index,
+            source_index=source_index,
+            source_id=passage.source.id,
+            chunk_id=chunk.id,
+            span=span,
+            cited_text=chunk.text[span.start - chunk.span.start : span.end - chunk.span.start],
+            page_number=page.number if page else None,
+            page_label=page.label if page else None,
+            support=round(score, 4),
+        )
+
+
+def _ranges(sentences: Sequence[EvidenceSentence | None]) -> list[list[EvidenceSentence]]:
+    """Cited sentences grouped into runs that are adjacent within one passage."""
+    ordered = sorted({s.number: s for s in sentences if s is not None}.values(), key=_order)
+    groups: list[list[EvidenceSentence]] = []
+    for sentence in ordered:
+        last = groups[-1][-1] if groups else None
+        if (
+            last
+            and last.passage_index == sentence.passage_index
+            and last.number + 1 == sentence.number
+        ):
+            groups[-1].append(sentence)
+        else:
+            groups.append([sentence])
+    return groups
+
+
+def _order(sentence: EvidenceSentence) -> int:
+    return sentence.number

@@ -1,0 +1,382 @@
+"""The answer engine: ``ask(question, agent, principal) -> Answer``, and its streaming twin.
+
+    retrieve (hybrid, permission-filtered) → drop copies → pack numbered evidence sentences
+    → generate → attribute each claim → verify each citation → Answer
+
+Every API surface renders what this module produces; none re-runs retrieval or re-derives a
+citation. ``stream`` yields, in order: ``Retrieved`` once, then ``TextDelta`` and ``ClaimDone``
+events as the answer grows (a claim's citations right after its last character), then
+``Completed`` with the final ``Answer``, whose text is exactly the concatenated deltas.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import anyio.to_thread
+
+from citewell.cite.attribute import Attribution, ClaimResult
+from citewell.cite.evidence import build_evidence, distinct_passages
+from citewell.cite.markers import MarkerStream
+from citewell.cite.verify import Verifier
+from citewell.errors import InvalidRequest, NotFound
+from citewell.generate.base import (
+    CitedSentence,
+    Declined,
+    Draft,
+    Evidence,
+    Generator,
+    TextPiece,
+    Turn,
+)
+from citewell.ingest.base import Block, BlockKind
+from citewell.ingest.segment import sentence_spans
+from citewell.language import detect_language
+from citewell.library import Library
+from citewell.model import (
+    Agent,
+    Answer,
+    Claim,
+    CompoundFilter,
+    Filter,
+    GroundingState,
+    Page,
+    Passage,
+    Principal,
+    SearchRequest,
+    Span,
+    Trace,
+)
+
+__all__ = [
+    "AnswerEvent",
+    "ClaimDone",
+    "Completed",
+    "Engine",
+    "Question",
+    "Retrieved",
+    "TextDelta",
+]
+
+REFUSALS = {
+    "en": "The available sources do not answer this question.",
+    "es": "Las fuentes disponibles no responden a esta pregunta.",
+    "zh": "现有资料无法回答这个问题。",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """What is asked, and of which sources (beyond the agent's own scope)."""
+
+    text: str
+    history: tuple[Turn, ...] = ()
+    instructions: str | None = None
+    bucket_ids: tuple[str, ...] | None = None
+    """Buckets to answer from (e.g. a request's file_search tool); None: the agent's."""
+    filters: Filter | None = None
+    """Further conditions, joined to the agent's with 'and'."""
+    max_passages: int | None = None
+    retrieve: bool = True
+    """False: answer without looking anything up (grounding 'none')."""
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieved:
+    passages: tuple[Passage, ...]
+    query: str
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimDone:
+    index: int
+    result: ClaimResult
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    answer: Answer
+
+
+AnswerEvent = Retrieved | TextDelta | ClaimDone | Completed
+
+
+class Engine:
+    """Answers questions from a library with registered generators and one verifier."""
+
+    def __init__(
+        self,
+        library: Library,
+        generators: Mapping[str, Generator],
+        verifier: Verifier,
+        agents: Sequence[Agent] = (Agent(),),
+    ) -> None:
+        self.library = library
+        self.generators = dict(generators)
+        self.verifier = verifier
+        self._agents = {agent.name: agent for agent in agents}
+
+    def agent(self, name: str | None) -> Agent:
+        """The agent of this name (the default agent for None)."""
+        agent = self._agents.get(name or Agent.DEFAULT_NAME)
+        if agent is None:
+            raise NotFound(f"The model `{name}` does not exist.", param="model")
+        return agent
+
+    def agents(self) -> list[Agent]:
+        return list(self._agents.values())
+
+    @classmethod
+    def open(cls, library: Library, agents: Sequence[Agent] | None = None) -> Engine:
+        """The engine of a library, with every registered generator; by default one agent, the
+        default ``citewell-agent``."""
+        from citewell.cite.verify import LexicalVerifier
+        from citewell.generate import open_generators
+
+        generators = open_generators(library.settings)
+        return cls(library, generators, LexicalVerifier(), agents or (Agent(),))
+
+    async def ask(self, question: Question, *, agent: Agent, principal: Principal) -> Answer:
+        async for event in self.stream(question, agent=agent, principal=principal):
+            if isinstance(event, Completed):
+                return event.answer
+        raise RuntimeError("the answer stream ended without an answer")
+
+    async def stream(
+        self, question: Question, *, agent: Agent, principal: Principal
+    ) -> AsyncIterator[AnswerEvent]:
+        generator = self.generators.get(agent.generator)
+        if generator is None:
+            raise InvalidRequest(
+                f"agent {agent.name!r} names no known generator {agent.generator!r}"
+            )
+        started = time.perf_counter()
+        passages = await self._retrieve(question, agent, principal) if question.retrieve else ()
+        retrieved_at = time.perf_counter()
+        yield Retrieved(passages, question.text)
+        evidence = build_evidence(
+            question.text,
+            detect_language(question.text) or _main_language(passages),
+            passages,
+            history=question.history,
+            instructions=question.instructions,
+        )
+        writer = _AnswerWriter(
+            evidence, agent, Attribution(evidence, agent, self.verifier, self._pages())
+        )
+        async for event in writer.write(generator.generate(evidence, agent=agent)):
+            yield event
+        done = time.perf_counter()
+        timings = {
+            "retrieve": round((retrieved_at - started) * 1000, 2),
+            "generate": round((done - retrieved_at) * 1000, 2),
+            "total": round((done - started) * 1000, 2),
+        }
+        yield Completed(
+            writer.answer(question, agent, timings, self.library.settings.fingerprint())
+        )
+
+    async def _retrieve(
+        self, question: Question, agent: Agent, principal: Principal
+    ) -> tuple[Passage, ...]:
+        buckets = _buckets(question, agent, principal, self.library)
+        if not buckets:
+            return ()
+        limit = question.max_passages or agent.max_passages
+        request = SearchRequest(
+            query=question.text[:4000],
+            bucket_ids=buckets,
+            filters=_both(agent.filters, question.filters),
+            max_results=min(100, 2 * limit),  # copies are dropped below
+        )
+        found = await anyio.to_thread.run_sync(
+            lambda: self.library.search(request, principal=principal)
+        )
+        return distinct_passages(found, limit)
+
+    def _pages(self) -> _PageCache:
+        return _PageCache(self.library)
+
+
+class _PageCache:
+    """Pages of cited sources, read once per answer."""
+
+    def __init__(self, library: Library) -> None:
+        self._library = library
+        self._pages: dict[str, tuple[Page, ...]] = {}
+
+    def __call__(self, source_id: str) -> tuple[Page, ...]:
+        if source_id not in self._pages:
+            self._pages[source_id] = self._library.store.source_pages(source_id)
+        return self._pages[source_id]
+
+
+@dataclass
+class _AnswerWriter:
+    """Turns a generator's drafts into answer text, claims and citations, as events.
+
+    Free text (``TextPiece``) is shown as it arrives, markers stripped, unless the agent is
+    strict; its claims settle sentence by sentence, as soon as the text shows a sentence to be
+    complete. A strict agent shows a sentence only once a citation supports it.
+    """
+
+    evidence: Evidence
+    agent: Agent
+    attribution: Attribution
+    text: str = ""
+    declined: bool = False
+    _pending: str = ""
+    """Clean free text not yet settled into claims."""
+    _received: int = 0
+    """Clean free text received so far, settled or not (marker offsets count in it)."""
+    _shown_from: int = 0
+    """Where free text starts in ``text`` (only text is ever appended)."""
+
+    async def write(self, drafts: AsyncIterator[Draft]) -> AsyncIterator[AnswerEvent]:
+        markers = MarkerStream(len(self.evidence.sentences))
+        async for draft in drafts:
+            if isinstance(draft, Declined):
+                self.declined = True
+                break
+            if isinstance(draft, CitedSentence):
+                for event in self._sentence(draft.text, draft.evidence):
+                    yield event
+            elif isinstance(draft, TextPiece):
+                for event in self._free(markers.feed(draft.text), markers):
+                    yield event
+        for event in self._free(markers.flush(), markers, final=True):
+            yield event
+        if self.declined or not any(c.supported for c in self.attribution.claims):
+            for event in self._refusal():
+                yield event
+
+    def _sentence(self, text: str, numbers: Sequence[int]) -> list[AnswerEvent]:
+        """A sentence whose citations the generator named (possibly none)."""
+        stripped = text.strip()
+        if not stripped or (self.agent.strict and not self.attribution.supports(stripped, numbers)):
+            return []
+        start = len(self.text)
+        self.text += text
+        return [TextDelta(text), self._claim(start, text, numbers)]
+
+    def _free(self, clean: str, markers: MarkerStream, *, final: bool = False) -> list[AnswerEvent]:
+        events: list[AnswerEvent] = []
+        if not self.agent.strict and clean:
+            if not self._pending and self._received == 0:
+                self._shown_from = len(self.text)
+            self.text += clean
+            events.append(TextDelta(clean))
+        base = self._received - len(self._pending)  # stream offset of _pending[0]
+        self._received += len(clean)
+        self._pending += clean
+        spans = _sentences(self._pending)
+        settled = 0
+        for index in range(len(spans) if final else len(spans) - 1):
+            last = index + 1 == len(spans)
+            end = len(self._pending) if last else spans[index + 1].start
+            numbers = markers.numbers_between(base + settled, base + end, inclusive=last and final)
+            events.extend(self._settle(self._pending[settled:end], base + settled, numbers))
+            settled = end
+        self._pending = self._pending[settled:]
+        return events
+
+    def _settle(self, piece: str, stream_offset: int, numbers: Sequence[int]) -> list[AnswerEvent]:
+        if self.agent.strict:
+            return self._sentence(piece, numbers)
+        return [self._claim(self._shown_from + stream_offset, piece, numbers)]
+
+    def _claim(self, start: int, piece: str, numbers: Sequence[int]) -> ClaimDone:
+        """Attribute ``piece``, which stands at ``start`` of the answer text."""
+        lead = len(piece) - len(piece.lstrip())
+        span = Span(start=start + lead, end=start + lead + len(piece.strip()))
+        result = self.attribution.attribute(self.text, span, numbers)
+        return ClaimDone(len(self.attribution.claims) - 1, result)
+
+    def _refusal(self) -> list[AnswerEvent]:
+        """Say plainly that the sources do not answer, rather than leave a guess standing."""
+        refusal = self.agent.refusal or REFUSALS.get(self.evidence.language or "en", REFUSALS["en"])
+        self.declined = True
+        separator = "\n\n" if self.text.strip() else ""
+        start = len(self.text) + len(separator)
+        self.text += separator + refusal
+        span = Span(start=start, end=len(self.text))
+        self.attribution.claims.append(Claim(span=span, supported=False, needs_citation=False))
+        return [TextDelta(separator + refusal)]
+
+    def answer(
+        self, question: Question, agent: Agent, timings: dict[str, float], fingerprint: str
+    ) -> Answer:
+        attribution = self.attribution
+        if not question.retrieve:
+            grounding = GroundingState.NONE
+        elif self.declined or not attribution.citations:
+            grounding = GroundingState.MISSING
+        elif not agent.show_sources:
+            grounding = GroundingState.HIDDEN
+        else:
+            grounding = GroundingState.AVAILABLE
+        return Answer(
+            id=f"ans_{secrets.token_hex(12)}",
+            agent=agent.name,
+            question=question.text,
+            text=self.text,
+            claims=tuple(attribution.claims),
+            citations=tuple(attribution.citations),
+            sources=tuple(attribution.sources),
+            passages=self.evidence.passages,
+            grounding=grounding,
+            declined=self.declined,
+            created_at=datetime.now(UTC),
+            trace=Trace(
+                retrieved_chunk_ids=tuple(p.chunk.id for p in self.evidence.passages),
+                cited_chunk_ids=tuple(dict.fromkeys(c.chunk_id for c in attribution.citations)),
+                timings_ms=timings,
+                settings_fingerprint=fingerprint,
+            ),
+        )
+
+
+def _sentences(text: str) -> list[Span]:
+    """Sentence ranges of answer text: paragraphs split at blank lines, then blingfire."""
+    blocks, start = [], 0
+    for paragraph in text.split("\n\n"):
+        end = start + len(paragraph)
+        if paragraph.strip():
+            blocks.append(Block(BlockKind.PARAGRAPH, Span(start=start, end=end), ()))
+        start = end + 2
+    return list(sentence_spans(text, blocks))
+
+
+def _buckets(
+    question: Question, agent: Agent, principal: Principal, library: Library
+) -> tuple[str, ...]:
+    """The buckets to search: the request's, else the agent's, else every visible one."""
+    if question.bucket_ids is not None:
+        requested = [library.get_bucket(b, principal=principal).id for b in question.bucket_ids]
+        if agent.bucket_ids:
+            allowed = {library.get_bucket(b, principal=principal).id for b in agent.bucket_ids}
+            requested = [b for b in requested if b in allowed]
+        return tuple(requested)
+    if agent.bucket_ids:
+        return tuple(library.get_bucket(b, principal=principal).id for b in agent.bucket_ids)
+    return tuple(b.id for b in library.list_buckets(principal=principal))
+
+
+def _both(first: Filter | None, second: Filter | None) -> Filter | None:
+    if first is None or second is None:
+        return first or second
+    return CompoundFilter(type="and", filters=[first, second])
+
+
+def _main_language(passages: Sequence[Passage]) -> str | None:
+    languages = [p.chunk.language for p in passages if p.chunk.language]
+    return max(set(languages), key=languages.count) if languages else None

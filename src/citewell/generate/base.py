@@ -1,0 +1,98 @@
+"""The Generator protocol: evidence in, a draft answer out, streamed.
+
+The engine packs the retrieved passages as numbered evidence sentences; a generator writes the
+answer from them and says which evidence sentences each part rests on, in one of two ways:
+
+- ``TextPiece``: free text as it streams, with inline markers ``[3]`` naming evidence sentences
+  (LLMs asked to cite by number). The engine parses and strips the markers.
+- ``CitedSentence``: one whole answer sentence with the numbers it rests on (generators that
+  know their citations structurally: the extractive one, Anthropic's citations API).
+
+A generator that finds nothing in the evidence to answer with yields ``Declined``. Generators
+never see the store, never compute offsets and never decide what is shown: attribution and
+verification belong to the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from citewell.model import Agent, Passage, Span
+
+__all__ = [
+    "CitedSentence",
+    "Declined",
+    "Draft",
+    "Evidence",
+    "EvidenceSentence",
+    "Generator",
+    "TextPiece",
+    "Turn",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceSentence:
+    """One sentence of a retrieved passage, numbered for the generator."""
+
+    number: int
+    """1-based; what the generator cites as ``[number]``."""
+    passage_index: int
+    """Index of its passage in ``Evidence.passages``."""
+    span: Span
+    """Range of the source's canonical text."""
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """An earlier message of the conversation."""
+
+    role: Literal["user", "assistant"]
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    question: str
+    language: str | None
+    """Language of the question ('en', 'es', 'zh'), None if unknown."""
+    passages: tuple[Passage, ...]
+    sentences: tuple[EvidenceSentence, ...]
+    """Every sentence of every passage, in passage order, numbered from 1."""
+    history: tuple[Turn, ...] = ()
+    instructions: str | None = None
+    """The caller's system or developer instructions, if any."""
+
+
+@dataclass(frozen=True, slots=True)
+class TextPiece:
+    """Answer text as written, possibly holding inline ``[n]`` markers."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class CitedSentence:
+    """A whole answer sentence and the evidence sentences it rests on (may be empty)."""
+
+    text: str
+    evidence: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Declined:
+    """The evidence does not answer the question."""
+
+
+Draft = TextPiece | CitedSentence | Declined
+
+
+class Generator(Protocol):
+    """Writes an answer from evidence. Raises ``GeneratorError`` when its backend fails."""
+
+    name: str
+
+    def generate(self, evidence: Evidence, *, agent: Agent) -> AsyncIterator[Draft]: ...

@@ -1,0 +1,243 @@
+"""The extractive generator: answers with evidence sentences verbatim, each citing itself.
+
+No model: the answer is made of the sentences that best answer the question, copied exactly, so
+each answer sentence cites exactly its own range and citation precision is a matter of choosing
+well. A sentence's score is a weighted sum of the signals in ``Features`` (weights in
+``Weights``, tuned on the development data: docs/benchmarks.md, "Extractive answers").
+
+The best sentence comes first; others follow (up to ``Weights.max_sentences``, and never an
+exact copy of a sentence already chosen, nor a source past the agent's ``max_sources``) only when
+they hold question words the best one lacks. Headings are never chosen: they name a topic and
+answer nothing. The generator declines when even the best sentence holds too little of the
+question (less still when it lacks the kind of answer asked for), or when another sentence,
+saying something else, scores nearly as well: a guess between them would cite the wrong one
+about as often as the right one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from citewell.generate.answer_types import carries, expected_type
+from citewell.generate.base import CitedSentence, Declined, Draft, Evidence
+from citewell.generate.overlap import QuestionTerms, sentence_overlaps
+from citewell.generate.ranker import Ranker, signals
+from citewell.language import is_cjk
+from citewell.model import Agent
+
+__all__ = ["ExtractiveGenerator", "Features", "Weights", "sentence_features"]
+
+
+@dataclass(frozen=True, slots=True)
+class Features:
+    """What is known about one evidence sentence as an answer to the question."""
+
+    overlap: float
+    """Weighted share of the question's terms the sentence holds, in [0, 1]."""
+    context: float
+    """How much that share grows with the neighbouring sentences of its passage added: a
+    sentence often names its subject only as "it" or "he"."""
+    answer_type: float
+    """+1 if it holds the kind of answer asked for (a date for "when"), -1 if not, 0 if the
+    question asks for no particular kind."""
+    retrieval: float
+    """Fused retrieval score of its passage, in [0, 1]."""
+    rank: float
+    """Rank of its passage among the evidence, 0 (first) to 1 (last)."""
+    matched: frozenset[str]
+    """The question terms it holds."""
+    heading: bool = False
+    """Whether it is a heading of its passage or the title of its source: it names a topic and
+    answers nothing, so it is never chosen."""
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    """How the signals combine, and when to add a sentence or decline."""
+
+    overlap: float = 1.0
+    context: float = 0.2
+    answer_type: float = 0.15
+    retrieval: float = 0.2
+    rank: float = 0.05
+    decline_below: float = 0.2
+    """Decline when the best sentence holds less than this share of the question's weight."""
+    decline_untyped: float = 0.3
+    """Decline, too, when the best sentence lacks the kind of answer asked for (no date for
+    "when") and holds less than this share."""
+    decline_margin: float = 0.06
+    """Decline, too, when the runner-up (another sentence) scores within this of the best: the
+    question's words are spread over sentences that say different things, and a lexical choice
+    between them is a guess."""
+    extra_gain: float = 0.5
+    """Add a sentence only if this share of its question terms is missing from the answer."""
+    max_sentences: int = 1
+
+    def score(self, f: Features) -> float:
+        return (
+            self.overlap * f.overlap
+            + self.context * f.context
+            + self.answer_type * f.answer_type
+            + self.retrieval * f.retrieval
+            - self.rank * f.rank
+        )
+
+
+def sentence_features(evidence: Evidence) -> list[Features]:
+    """The ``Features`` of every evidence sentence, in evidence order."""
+    overlaps = sentence_overlaps(QuestionTerms.of(evidence.question), evidence)
+    kind = expected_type(evidence.question)
+    last = max(1, len(evidence.passages) - 1)
+    features = []
+    for sentence, overlap in zip(evidence.sentences, overlaps, strict=True):
+        typed = 0.0
+        if kind is not None:
+            typed = 1.0 if carries(sentence.text, kind, evidence.question) else -1.0
+        features.append(
+            Features(
+                overlap=overlap.share,
+                context=overlap.context_gain,
+                answer_type=typed,
+                retrieval=evidence.passages[sentence.passage_index].scores.fused,
+                rank=sentence.passage_index / last,
+                matched=overlap.matched,
+                heading=_is_heading(evidence, sentence.passage_index, sentence.text),
+            )
+        )
+    return features
+
+
+class ExtractiveGenerator:
+    """Selects evidence sentences; deterministic, and a few milliseconds for 50 sentences.
+
+    Sentences are ordered by the hand-weighted score of ``Weights``, which also decides when to
+    decline. ``ranker="packaged"`` (or a ``Ranker``) orders one-sentence answers by the learned
+    ranker's probability instead and declines by its thresholds: an experiment, not the default,
+    as it did not raise held-out precision (docs/benchmarks.md, "Extractive answers").
+    """
+
+    name = "extractive"
+
+    def __init__(
+        self,
+        weights: Weights | None = None,
+        ranker: Ranker | Literal["packaged"] | None = None,
+    ) -> None:
+        self.weights = weights or Weights()
+        self.ranker = Ranker.packaged() if ranker == "packaged" else ranker
+
+    async def generate(self, evidence: Evidence, *, agent: Agent) -> AsyncIterator[Draft]:
+        for draft in self.drafts(evidence, agent=agent):
+            yield draft
+
+    def drafts(self, evidence: Evidence, *, agent: Agent) -> list[Draft]:
+        """What ``generate`` yields, computed at once (there is nothing to wait for)."""
+        chosen = self.choose(evidence, sentence_features(evidence), max_sources=agent.max_sources)
+        if not chosen:
+            return [Declined()]
+        drafts: list[Draft] = []
+        previous = ""
+        for index in chosen:
+            sentence = evidence.sentences[index]
+            # The engine joins drafts as they come: separate sentences as the language does.
+            separator = _separator(previous, sentence.text)
+            drafts.append(
+                CitedSentence(text=separator + sentence.text, evidence=(sentence.number,))
+            )
+            previous = sentence.text
+        return drafts
+
+    def choose(
+        self, evidence: Evidence, features: Sequence[Features], *, max_sources: int
+    ) -> list[int]:
+        """Indices of the sentences to answer with, in answer order; empty to decline."""
+        w = self.weights
+        candidates = [i for i, f in enumerate(features) if not f.heading]
+        score = [w.score(f) for f in features]
+        # The ranker is trained and its thresholds chosen for one-sentence answers.
+        ranker = self.ranker if w.max_sentences == 1 else None
+        if ranker is not None and candidates:
+            rows = signals(evidence, features, score)[candidates]
+            for i, p in zip(candidates, ranker.probabilities(rows).tolist(), strict=True):
+                score[i] = p
+            margin = ranker.decline_margin
+        else:
+            margin = w.decline_margin
+        ranked = sorted(candidates, key=lambda i: (-score[i], i))
+        if not ranked:
+            return []
+        if ranker is not None:
+            if score[ranked[0]] < ranker.decline_below:
+                return []
+        elif not self._answers(features[ranked[0]]):
+            return []
+        best = ranked[0]
+        chosen, covered = [best], set(features[best].matched)
+        texts = {_normalised(evidence.sentences[best].text)}
+        sources = {_source_id(evidence, best)}
+        for i in ranked[1:]:
+            if len(chosen) >= w.max_sentences:
+                break
+            text, source = _normalised(evidence.sentences[i].text), _source_id(evidence, i)
+            if text in texts or (source not in sources and len(sources) >= max_sources):
+                continue  # a copy adds nothing; a new source past the limit may not be cited
+            if not self._complements(features[i], covered):
+                continue
+            chosen.append(i)
+            covered |= features[i].matched
+            texts.add(text)
+            sources.add(source)
+        # A sentence saying something else that scores nearly as well as the best, left out of
+        # the answer: choosing between them would be a guess.
+        runner_up = next(
+            (i for i in ranked if _normalised(evidence.sentences[i].text) not in texts), None
+        )
+        if runner_up is not None:
+            if score[best] - score[runner_up] < margin:
+                return []
+        # Supporting sentences after the best one, by passage rank, then in document order.
+        first, rest = chosen[0], chosen[1:]
+        return [first, *sorted(rest, key=lambda i: (evidence.sentences[i].passage_index, i))]
+
+    def _answers(self, f: Features) -> bool:
+        """Whether the best sentence answers well enough not to decline."""
+        if f.answer_type < 0:
+            return f.overlap >= max(self.weights.decline_below, self.weights.decline_untyped)
+        return f.overlap >= self.weights.decline_below
+
+    def _complements(self, f: Features, covered: set[str]) -> bool:
+        """Whether a sentence is a confident answer holding question terms not yet covered."""
+        if f.overlap < self.weights.decline_below or not f.matched:
+            return False
+        return len(f.matched - covered) / len(f.matched) >= self.weights.extra_gain
+
+
+def _is_heading(evidence: Evidence, passage_index: int, text: str) -> bool:
+    passage = evidence.passages[passage_index]
+    key = _normalised(text.strip().lstrip("#").strip())
+    names = (*passage.chunk.heading_path, passage.source.title or "")
+    return any(key == _normalised(name) for name in names if name)
+
+
+def _normalised(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _source_id(evidence: Evidence, index: int) -> str:
+    return evidence.passages[evidence.sentences[index].passage_index].source.id
+
+
+_CJK_CLOSERS = "。！？；：…」』）》”"
+
+
+def _separator(previous: str, text: str) -> str:
+    """What goes between two answer sentences: nothing before the first, nothing around Chinese
+    (written without spaces), else one space."""
+    before = previous.rstrip()
+    if not before:
+        return ""
+    if before[-1] in _CJK_CLOSERS or is_cjk(before[-1]) or (text and is_cjk(text[0])):
+        return ""
+    return " "

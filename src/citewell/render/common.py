@@ -1,0 +1,251 @@
+"""What every dialect renders the same way: the text with its markers and appendix, labels, links.
+
+One ``TextBuilder`` makes the rendered text of an answer, whether the answer arrives whole (a
+plain response) or as engine events (a stream), so both give the same text and offsets:
+
+- ``native``: the answer's text, flat; a citation is an offset range of it.
+- ``legacy``: the same text with ``[n]`` markers (one per cited source, in source order) right
+  after each cited claim; every range is shifted to the marked text, and still covers exactly the
+  claim's text, never its marker.
+- ``sources_appendix=include``: ``"\\n\\nSources:\\n[1] label\\n[2] label"`` appended after the
+  answer; ranges into the answer are unchanged.
+
+Sources are shown (annotations, markers, appendix, search results) unless the agent hides them
+(``Agent.show_sources``, grounding ``hidden``); ``missing`` and ``none`` answers have none to show.
+
+Offsets are Unicode code points (Python ``str`` indices), start inclusive, end exclusive.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from citewell.cite.locator import locator_label, source_label
+from citewell.model import Answer, Citation, GroundingState, Passage, Source, Span
+
+__all__ = [
+    "Anchor",
+    "AnswerOptions",
+    "CitationCompat",
+    "Ids",
+    "Layout",
+    "SourcesAppendix",
+    "TextBuilder",
+    "appendix_text",
+    "citations_by_claim",
+    "count_tokens",
+    "dumps",
+    "layout",
+    "marker",
+    "passage_label",
+    "shows_sources",
+    "source_url",
+    "token_usage",
+]
+
+CitationCompat = Literal["native", "legacy"]
+SourcesAppendix = Literal["omit", "include"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AnswerOptions:
+    """What a request asked of the rendering, shared by every dialect."""
+
+    id: str
+    """The key every wire id of this reply derives from (``resp_<id>``, ``msg_<id>``,
+    ``chatcmpl-<id>``): chosen when the request arrives, since a stream names its reply before
+    the answer exists."""
+    model: str
+    """The name the client gave (an agent's name), echoed back."""
+    created_at: int
+    """When the request arrived, in Unix seconds."""
+    citation_compat: CitationCompat = "native"
+    sources_appendix: SourcesAppendix = "omit"
+    show_sources: bool = True
+    """The agent's policy (``Agent.show_sources``); a stream must know it before the answer's
+    grounding is settled."""
+    retrieve: bool = True
+    """Whether the request looks anything up (a stream announces the search before it ends)."""
+    instructions: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ids:
+    """The wire ids of one reply, all derived from one key."""
+
+    key: str
+
+    def of(self, prefix: str) -> str:
+        """``resp_…``, ``msg_…``, ``fs_…``; ``chatcmpl-…`` for Chat Completions."""
+        separator = "" if prefix.endswith(("_", "-")) else "_"
+        return f"{prefix}{separator}{self.key}"
+
+
+def shows_sources(answer: Answer, options: AnswerOptions) -> bool:
+    """Whether the answer's citations, results and appendix may be shown.
+
+    Decided by the agent's policy alone (a stream shows citations before the grounding is
+    known), and never for a ``hidden`` answer.
+    """
+    return options.show_sources and answer.grounding is not GroundingState.HIDDEN
+
+
+def marker(citations: Sequence[Citation]) -> str:
+    """``[1][2]``: one marker per source the claim cites, in the order of its citations."""
+    return "".join(f"[{n}]" for n in dict.fromkeys(c.source_index for c in citations))
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """A citation, placed on the rendered text: ``start``/``end`` cover its claim."""
+
+    citation: Citation
+    start: int
+    end: int
+
+
+class TextBuilder:
+    """The rendered text, built as the answer's text and claims arrive (engine order).
+
+    ``add`` takes answer text, ``claim`` a finished claim with its citations, ``finish`` the
+    appendix; each returns the rendered text to pass on now. In legacy mode text is held back
+    until the claim it belongs to is finished, so each marker goes out with its claim.
+    """
+
+    def __init__(self, *, legacy: bool, show_sources: bool) -> None:
+        self._legacy = legacy
+        self._show = show_sources
+        self._flat = ""
+        self._released = 0
+        """Flat text passed on so far."""
+        self._shift = 0
+        """Marker characters passed on so far."""
+        self.text = ""
+        self.anchors: list[Anchor] = []
+
+    def add(self, text: str) -> str:
+        self._flat += text
+        return "" if self._legacy else self._release(len(self._flat))
+
+    def claim(self, span: Span, citations: Sequence[Citation]) -> tuple[str, list[Anchor]]:
+        shown = citations if self._show else ()
+        # Markers passed on so far stand at or before the claim's start: they shift it whole.
+        anchors = [Anchor(c, span.start + self._shift, span.end + self._shift) for c in shown]
+        self.anchors.extend(anchors)
+        piece = self._release(span.end) if self._legacy else ""
+        if self._legacy and shown:
+            mark = marker(shown)
+            self._shift += len(mark)
+            self.text += mark
+            piece += mark
+        return piece, anchors
+
+    def finish(self, appendix: str = "") -> str:
+        piece = self._release(len(self._flat)) + appendix
+        self.text += appendix
+        return piece
+
+    def _release(self, end: int) -> str:
+        piece = self._flat[self._released : max(end, self._released)]
+        self._released += len(piece)
+        self.text += piece
+        return piece
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    text: str
+    anchors: tuple[Anchor, ...]
+
+
+def citations_by_claim(answer: Answer) -> dict[int, list[Citation]]:
+    grouped: dict[int, list[Citation]] = {}
+    for citation in answer.citations:
+        grouped.setdefault(citation.claim_index, []).append(citation)
+    return grouped
+
+
+def layout(answer: Answer, options: AnswerOptions) -> Layout:
+    """The rendered text of a whole answer: exactly what a stream of the same answer adds up to."""
+    builder = TextBuilder(
+        legacy=options.citation_compat == "legacy", show_sources=shows_sources(answer, options)
+    )
+    builder.add(answer.text)
+    grouped = citations_by_claim(answer)
+    for index, claim in enumerate(answer.claims):
+        builder.claim(claim.span, grouped.get(index, ()))
+    builder.finish(appendix_text(answer, options))
+    return Layout(builder.text, tuple(builder.anchors))
+
+
+def appendix_text(answer: Answer, options: AnswerOptions) -> str:
+    """``\\n\\nSources:\\n[1] handbook.pdf (p. 4)``…; "" when not asked for or not to be shown."""
+    if options.sources_appendix != "include" or not shows_sources(answer, options):
+        return ""
+    if not answer.sources:
+        return ""
+    lines = [f"[{s.source_index}] {cited_source_label(answer, s.source)}" for s in answer.sources]
+    return "\n\nSources:\n" + "\n".join(lines)
+
+
+def cited_source_label(answer: Answer, source: Source) -> str:
+    """The file name with every place it is cited: ``handbook.pdf (p. 4, p. 9)``."""
+    chunks = {p.chunk.id: p.chunk for p in answer.passages}
+    locators: list[str] = []
+    for citation in answer.citations:
+        if citation.source_id != source.id:
+            continue
+        chunk = chunks.get(citation.chunk_id)
+        locator = locator_label(
+            page_number=citation.page_number,
+            page_label=citation.page_label,
+            heading_path=chunk.heading_path if chunk else (),
+        )
+        if locator and locator not in locators:
+            locators.append(locator)
+    return source_label(source.filename, ", ".join(locators) or None)
+
+
+def passage_label(passage: Passage) -> tuple[str, str | None]:
+    """(label, locator) of a retrieved passage, as search results name it."""
+    locator = locator_label(
+        page_number=passage.page_number,
+        page_label=passage.page_label,
+        heading_path=passage.chunk.heading_path,
+    )
+    return source_label(passage.source.filename, locator), locator
+
+
+def source_url(base_url: str, source_id: str) -> str:
+    """Where a reader opens a source: its original file on this server.
+
+    Signed, expiring links replace this once they exist; until then the link needs the same
+    access as the API itself.
+    """
+    return f"{base_url.rstrip('/')}/v1/sources/{source_id}/content"
+
+
+# A CJK character is about one token; elsewhere a run of letters and digits, or one mark.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+|[^\w\s]")
+
+
+def count_tokens(text: str | None) -> int:
+    """A rough token count (words, marks and CJK characters): citewell runs no tokenizer."""
+    return len(_TOKEN.findall(text)) if text else 0
+
+
+def token_usage(answer: Answer, options: AnswerOptions, rendered: str) -> tuple[int, int]:
+    """(input, output) tokens: the question, instructions and evidence read; the text sent."""
+    read = count_tokens(answer.question) + count_tokens(options.instructions)
+    read += sum(count_tokens(p.chunk.text) for p in answer.passages)
+    return read, count_tokens(rendered)
+
+
+def dumps(data: Any) -> str:
+    """Compact JSON, as sent on the wire (non-ASCII kept as is)."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))

@@ -1,0 +1,194 @@
+"""POST /v1/chat/completions: url_citation annotations, the appendix, chunks, errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.api.answering import ANSWER, FIRST, SECOND, Scripted, answering, scripted, sse
+from tests.api.conftest import assert_error
+
+__all__ = ["answering", "scripted"]  # fixtures
+
+APPENDIX = "\n\nSources:\n[1] policy.md (§ Refunds)\n[2] warranty.txt"
+QUESTION = [{"role": "user", "content": "refunds and warranty"}]
+
+
+def complete(client: TestClient, messages: list[dict[str, Any]] = QUESTION, **body: Any) -> Any:
+    body.setdefault("model", "scripted")
+    response = client.post("/v1/chat/completions", json={"messages": messages, **body})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_a_completion_cites_with_url_citations_and_lists_its_sources(
+    answering: TestClient,
+) -> None:
+    completion = complete(answering)
+    key = completion["id"].removeprefix("chatcmpl-")
+    usage = completion.pop("usage")
+    assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+    message = completion["choices"][0]["message"]
+    ids = {a["url_citation"]["title"]: a["url_citation"]["file_id"] for a in message["annotations"]}
+    base = "http://testserver/v1/sources"
+    assert completion == {
+        "id": f"chatcmpl-{key}",
+        "object": "chat.completion",
+        "created": completion["created"],
+        "model": "scripted",
+        "system_fingerprint": None,
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "logprobs": None,
+                "message": {
+                    "role": "assistant",
+                    "content": ANSWER + APPENDIX,
+                    "refusal": None,
+                    "annotations": [
+                        {
+                            "type": "url_citation",
+                            "url_citation": {
+                                "start_index": 0,
+                                "end_index": len(FIRST),
+                                "url": f"{base}/{ids['policy.md']}/content",
+                                "title": "policy.md",
+                                "source_index": 1,
+                                "file_id": ids["policy.md"],
+                            },
+                        },
+                        {
+                            "type": "url_citation",
+                            "url_citation": {
+                                "start_index": len(FIRST) + 1,
+                                "end_index": len(ANSWER),
+                                "url": f"{base}/{ids['warranty.txt']}/content",
+                                "title": "warranty.txt",
+                                "source_index": 2,
+                                "file_id": ids["warranty.txt"],
+                            },
+                        },
+                    ],
+                },
+            }
+        ],
+        "metadata": {"grounded_sources_state": "available"},
+    }
+    opened = answering.get(message["annotations"][1]["url_citation"]["url"])
+    assert opened.content == b"Every bicycle carries a two-year warranty on its frame."
+
+
+def test_options_come_in_metadata(answering: TestClient) -> None:
+    legacy = complete(answering, metadata={"citation_compat": "legacy", "sources_appendix": "omit"})
+    message = legacy["choices"][0]["message"]
+    assert message["content"] == f"{FIRST}[1] {SECOND}[2]"
+    spans = [
+        (a["url_citation"]["start_index"], a["url_citation"]["end_index"])
+        for a in message["annotations"]
+    ]
+    assert [message["content"][s:e] for s, e in spans] == [FIRST, SECOND]
+    error = assert_error(
+        answering.post(
+            "/v1/chat/completions",
+            json={"messages": QUESTION, "metadata": {"citation_compat": "x"}},
+        ),
+        400,
+    )
+    assert error["param"] == "metadata.citation_compat"
+
+
+def test_roles_become_instructions_history_and_question(
+    answering: TestClient, scripted: Scripted
+) -> None:
+    complete(
+        answering,
+        [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Hello"},
+            {"role": "assistant", "content": "Hi."},
+            {"role": "user", "content": [{"type": "text", "text": "refunds"}]},
+        ],
+    )
+    evidence = scripted.seen[-1]
+    assert (evidence.question, evidence.instructions) == ("refunds", "Be brief.")
+    assert [(t.role, t.text) for t in evidence.history] == [("user", "Hello"), ("assistant", "Hi.")]
+
+
+def test_grounding_states(answering: TestClient) -> None:
+    hidden = complete(answering, model="hidden")
+    assert hidden["choices"][0]["message"]["content"] == ANSWER
+    assert hidden["choices"][0]["message"]["annotations"] == []
+    assert hidden["metadata"] == {"grounded_sources_state": "hidden"}
+    declined = complete(answering, model="declining")
+    assert declined["metadata"] == {"grounded_sources_state": "missing"}
+    none = complete(answering, model="citewell-agent", tool_choice="none")
+    assert none["metadata"] == {"grounded_sources_state": "none"}
+
+
+def test_a_stream_sends_text_then_all_annotations_in_one_chunk(answering: TestClient) -> None:
+    whole = complete(answering)["choices"][0]["message"]
+    sent = answering.post(
+        "/v1/chat/completions",
+        json={
+            "model": "scripted",
+            "messages": QUESTION,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        },
+    )
+    assert sent.headers["content-type"].startswith("text/event-stream")
+    chunks = sse(sent.text, named=False)
+    assert chunks[-1] == {"type": "[DONE]"}
+    deltas = [c["choices"][0]["delta"] for c in chunks[:-2]]
+    assert deltas[0] == {"role": "assistant", "content": "", "refusal": None}
+    assert deltas[1] == {"content": FIRST}  # as soon as the generator wrote it
+    assert all(set(d) == {"content"} for d in deltas[1:-2])
+    assert "".join(d["content"] for d in deltas[1:-2]) == ANSWER + APPENDIX
+    assert deltas[-2:] == [{"annotations": whole["annotations"]}, {}]
+    assert chunks[-3]["choices"][0]["finish_reason"] == "stop"
+    assert chunks[-2]["choices"] == [] and chunks[-2]["usage"]["total_tokens"] > 0
+
+
+def test_generator_failures(answering: TestClient) -> None:
+    assert_error(
+        answering.post("/v1/chat/completions", json={"model": "broken", "messages": QUESTION}),
+        502,
+        code="generator_unavailable",
+    )
+    sent = answering.post(
+        "/v1/chat/completions", json={"model": "slow", "messages": QUESTION, "stream": True}
+    )
+    last = sse(sent.text, named=False)[-1]
+    assert last == {
+        "error": {
+            "message": "The model did not answer in time.",
+            "type": "server_error",
+            "param": None,
+            "code": None,
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "param"),
+    [
+        ({"model": "gpt-4o", "messages": QUESTION}, 404, "model"),
+        ({"messages": []}, 400, "messages"),
+        ({"messages": "hello"}, 400, "messages"),
+        ({"messages": [{"role": "wizard", "content": "x"}]}, 400, "messages[0].role"),
+        ({"messages": [{"role": "system", "content": "x"}]}, 400, "messages"),
+        ({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}, 400, None),
+        ({"messages": QUESTION, "n": 2}, 400, "n"),
+        ({"messages": QUESTION, "tools": [{"type": "function"}]}, 400, "tools"),
+        ({"messages": QUESTION, "response_format": {"type": "json_object"}}, 400, None),
+    ],
+)
+def test_bad_requests_get_openai_errors(
+    answering: TestClient, body: dict[str, Any], status: int, param: str | None
+) -> None:
+    error = assert_error(answering.post("/v1/chat/completions", json=body), status)
+    if param is not None:
+        assert error["param"] == param

@@ -1,0 +1,233 @@
+"""The extractive generator: which evidence sentence answers, how answers are joined, and when
+it declines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+
+from citewell.generate.answer_types import AnswerType, expected_type, without_type_phrase
+from citewell.generate.base import CitedSentence, Declined, Draft, Evidence
+from citewell.generate.extractive import ExtractiveGenerator, Weights
+from citewell.model import Agent
+from tests.generate.samples import REFUNDS, SHIPPING, Doc, evidence, split_sentences
+
+WARSAW = 0
+"""Index of the article "Warsaw" in XQuAD's development split."""
+RELIGION, DIVISION = 2, 3
+"""Its paragraphs on religion in 1901 and on Poland's territorial division."""
+
+AGENT = Agent()
+SEVERAL = ExtractiveGenerator(Weights(max_sentences=3))
+"""A generator that may answer with more than one sentence."""
+
+
+def drafts(
+    found: Evidence, generator: ExtractiveGenerator | None = None, **agent: int
+) -> list[Draft]:
+    return (generator or ExtractiveGenerator()).drafts(found, agent=Agent(**agent))  # type: ignore[arg-type]
+
+
+def xquad(evaldata: Path, language: str, question: int) -> tuple[Evidence, str]:
+    """A real XQuAD question on the religion paragraph, with the paragraph on territorial
+    division as a second source; and its gold answer."""
+    path = evaldata / "xquad" / f"xquad.{language}.json"
+    article = json.loads(path.read_text(encoding="utf-8"))["data"][WARSAW]
+    religion, division = article["paragraphs"][RELIGION], article["paragraphs"][DIVISION]
+    qa = religion["qas"][question]
+    docs = [
+        Doc(split_sentences(religion["context"]), filename="warsaw-religion.txt"),
+        Doc(split_sentences(division["context"]), filename="warsaw-division.txt"),
+    ]
+    return evidence(qa["question"], docs, language=language), qa["answers"][0]["text"]
+
+
+# choosing ------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("language", "question", "number", "sentence"),
+    [
+        (
+            "en",
+            3,  # What percentage of Warsaw's population was Protestant in 1901?
+            2,
+            "According to the 1901 census, out of 711,988 inhabitants 56.2% were Catholics, 35.7% "
+            "Jews, 5% Greek orthodox Christians and 2.8% Protestants.",
+        ),
+        (
+            "es",
+            3,  # ¿Qué porcentaje de la población de Varsovia era protestante en 1901?
+            2,
+            "Según el censo del año 1901, de sus 711 988 habitantes, el 56,2 % eran católicos, el "
+            "35,7 % judíos, el 5 % cristianos ortodoxos y el 2,8 % protestantes.",
+        ),
+        (
+            "zh",
+            3,  # 1901 年华沙人口中新教徒的比例是多少？
+            2,
+            "根据 1901 年的人口普查，711,988 名居民中，天主教徒占 56.2%，犹太人占 35.7%，"
+            "希腊东正教徒占 5%，新教徒占 2.8%。",
+        ),
+        (
+            "en",
+            4,  # When were most of the places of religious worship destroyed in Warsaw?
+            5,
+            "Most of them were destroyed in the aftermath of the Warsaw Uprising of 1944.",
+        ),
+        (
+            "es",
+            4,  # ¿Cuándo fueron destruidos la mayoría de los lugares de culto religioso...?
+            4,
+            "Esto llevó a la construcción, por toda la ciudad, de cientos de lugares de culto "
+            "religioso; la mayoría de los cuales fueron destruidos tras el Alzamiento de Varsovia "
+            "en 1944.",
+        ),
+        (
+            "zh",
+            4,  # 华沙的大部分宗教场所是什么时候被摧毁的？
+            4,
+            "这导致该镇各地修建了数百个宗教礼拜场所，其中大部分在 1944 年华沙起义后被摧毁。",
+        ),
+    ],
+)
+def test_a_real_question_is_answered_by_the_sentence_holding_its_answer(
+    evaldata: Path, language: str, question: int, number: int, sentence: str
+) -> None:
+    found, gold = xquad(evaldata, language, question)
+    assert gold in sentence
+    assert drafts(found) == [CitedSentence(text=sentence, evidence=(number,))]
+
+
+def test_the_year_asked_about_picks_between_two_censuses(evaldata: Path) -> None:
+    # "Protestants" is in both the 1901 and the 1909 sentence; only one is about 1901.
+    found, _ = xquad(evaldata, "en", 3)
+    assert "Protestants" in found.sentences[2].text and "1909" in found.sentences[2].text
+    assert [d.evidence for d in drafts(found) if isinstance(d, CitedSentence)] == [(2,)]
+
+
+def test_the_words_of_how_long_are_not_looked_for_in_the_answer() -> None:
+    found = evidence(
+        "How long do refunds take?",
+        [
+            Doc(
+                [
+                    "Refunds are paid within thirty days of the request.",
+                    "A receipt is required for every refund.",
+                ]
+            )
+        ],
+    )
+    assert without_type_phrase("How long do refunds take?") == "do refunds take?"
+    assert expected_type("How long do refunds take?") is AnswerType.NUMBER
+    assert drafts(found) == [
+        CitedSentence(text="Refunds are paid within thirty days of the request.", evidence=(1,))
+    ]
+
+
+def test_a_heading_is_never_the_answer() -> None:
+    found = evidence(
+        "What about refunds?",
+        [
+            Doc(
+                ["Refunds", "Refunds are paid within thirty days of the request."],
+                headings=("Refunds",),
+            )
+        ],
+    )
+    assert drafts(found) == [
+        CitedSentence(text="Refunds are paid within thirty days of the request.", evidence=(2,))
+    ]
+
+
+# joining -------------------------------------------------------------------------------------
+def test_sentences_after_the_first_carry_a_space() -> None:
+    found = evidence(
+        "Where is the warehouse, and what does delivery cost?",
+        [
+            Doc(["Our warehouse is in Leeds.", "Gift cards cannot be refunded."]),
+            Doc(["Delivery costs five pounds."], filename="delivery.md"),
+        ],
+    )
+    assert drafts(found, SEVERAL) == [
+        CitedSentence(text="Our warehouse is in Leeds.", evidence=(1,)),
+        CitedSentence(text=" Delivery costs five pounds.", evidence=(3,)),
+    ]
+
+
+def test_chinese_sentences_are_joined_without_a_space() -> None:
+    found = evidence(
+        "华沙的人口和面积分别是多少？",
+        [
+            Doc(["华沙的人口约为一百七十万。", "华沙是波兰的首都。"]),
+            Doc(["华沙的面积为五百一十七平方公里。"], filename="area.md"),
+        ],
+        language="zh",
+    )
+    assert drafts(found, SEVERAL) == [
+        CitedSentence(text="华沙的人口约为一百七十万。", evidence=(1,)),
+        CitedSentence(text="华沙的面积为五百一十七平方公里。", evidence=(3,)),
+    ]
+
+
+def test_an_exact_copy_in_a_second_source_is_not_cited_twice() -> None:
+    sentence = "Orders ship from our warehouse in Leeds within two business days."
+    found = evidence(
+        "Where do orders ship from?",
+        [
+            Doc([sentence, "Shipping is free for orders over $50."]),
+            Doc([sentence], filename="copy-of-faq.md"),
+        ],
+    )
+    assert drafts(found, SEVERAL) == [CitedSentence(text=sentence, evidence=(1,))]
+
+
+def test_no_more_sources_are_cited_than_the_agent_allows() -> None:
+    found = evidence(
+        "Where is the main warehouse, what does express delivery cost, and which neighbour "
+        "signs for parcels?",
+        [
+            Doc(["The main warehouse is in Leeds."], filename="warehouse.md"),
+            Doc(["Express delivery costs five pounds."], filename="delivery.md"),
+            Doc(["The next-door neighbour signs for parcels."], filename="parcels.md"),
+        ],
+    )
+    three = drafts(found, SEVERAL, max_sources=3)
+    two = drafts(found, SEVERAL, max_sources=2)
+    assert [d.evidence for d in three if isinstance(d, CitedSentence)] == [(1,), (2,), (3,)]
+    cited = {
+        found.sentences[d.evidence[0] - 1].passage_index
+        for d in two
+        if isinstance(d, CitedSentence)
+    }
+    assert len(cited) == 2
+
+
+# declining -----------------------------------------------------------------------------------
+def test_a_question_the_evidence_does_not_answer_is_declined() -> None:
+    assert drafts(evidence("Who founded the shop?", [REFUNDS, SHIPPING])) == [Declined()]
+
+
+def test_no_evidence_at_all_is_declined() -> None:
+    assert drafts(evidence("How long do refunds take?", [])) == [Declined()]
+
+
+def test_two_sentences_answering_equally_well_are_a_guess_and_declined() -> None:
+    found = evidence(
+        "When did the bridge open?",
+        [Doc(["The old bridge opened in 1901.", "The new bridge opened in 1950."])],
+    )
+    assert drafts(found) == [Declined()]
+
+
+# determinism ---------------------------------------------------------------------------------
+def test_the_same_evidence_gives_the_same_drafts_streamed_or_not(evaldata: Path) -> None:
+    found, _ = xquad(evaldata, "zh", 4)
+
+    async def streamed() -> list[Draft]:
+        return [d async for d in ExtractiveGenerator().generate(found, agent=AGENT)]
+
+    first = drafts(found)
+    assert all(drafts(found) == first for _ in range(3))
+    assert anyio.run(streamed) == first

@@ -1,0 +1,317 @@
+"""The answer engine: evidence → draft → claims, citations, verification, grounding."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from pathlib import Path
+
+import anyio
+import pytest
+
+from citewell.config import Settings
+from citewell.engine import ClaimDone, Completed, Engine, Question, Retrieved, TextDelta
+from citewell.generate.base import CitedSentence, Declined, Draft, Evidence, TextPiece
+from citewell.library import Library
+from citewell.model import Agent, Answer, GroundingState, Principal
+
+POLICY = (
+    "# Refunds\n\nRefunds are paid within thirty days of the request. "
+    "A receipt is required for every refund.\n\n"
+    "# Opening hours\n\nThe shop opens at nine in the morning. It closes at six."
+)
+WARRANTY = "Every bicycle carries a two-year warranty on its frame."
+LOCAL = Principal.local()
+
+
+class Scripted:
+    """A generator that writes whatever the test's function makes of the evidence."""
+
+    name = "scripted"
+
+    def __init__(self, script: Callable[[Evidence], Sequence[Draft]]) -> None:
+        self.script = script
+
+    async def generate(self, evidence: Evidence, *, agent: Agent) -> AsyncIterator[Draft]:
+        for draft in self.script(evidence):
+            yield draft
+
+
+def number(evidence: Evidence, words: str) -> int:
+    """The evidence number of the sentence holding ``words``."""
+    return next(s.number for s in evidence.sentences if words in s.text)
+
+
+@pytest.fixture
+def library(settings: Settings) -> Iterator[Library]:
+    with Library.open(settings) as library:
+        library.create_bucket("shop")
+        library.ingest(POLICY.encode(), filename="policy.md", bucket="shop")
+        library.ingest(WARRANTY.encode(), filename="warranty.txt", bucket="shop")
+        yield library
+
+
+def engine_with(library: Library, script: Callable[[Evidence], Sequence[Draft]]) -> Engine:
+    engine = Engine.open(library)
+    engine.generators["scripted"] = Scripted(script)
+    return engine
+
+
+def run(engine: Engine, question: str | Question, **agent: object) -> tuple[list[object], Answer]:
+    """Stream an answer; returns every event and the final answer."""
+    asked = question if isinstance(question, Question) else Question(question)
+    chosen = Agent(**{"generator": "scripted", **agent})  # type: ignore[arg-type]
+
+    async def collect() -> list[object]:
+        return [e async for e in engine.stream(asked, agent=chosen, principal=LOCAL)]
+
+    events = anyio.run(collect)
+    completed = events[-1]
+    assert isinstance(completed, Completed)
+    return events, completed.answer
+
+
+def cited(answer: Answer, library: Library) -> list[tuple[str, str, int]]:
+    """(claim text, cited text, source_index) per citation, each checked against its source."""
+    out = []
+    for citation in answer.citations:
+        source_text = library.store.source_text(citation.source_id)
+        assert source_text[citation.span.start : citation.span.end] == citation.cited_text
+        claim = answer.claims[citation.claim_index]
+        out.append(
+            (
+                answer.text[claim.span.start : claim.span.end],
+                citation.cited_text,
+                citation.source_index,
+            )
+        )
+    return out
+
+
+def test_the_extractive_default_cites_the_sentence_it_quotes(library: Library) -> None:
+    engine = Engine.open(library)
+    answer = anyio.run(
+        lambda: engine.ask(Question("How long do refunds take?"), agent=Agent(), principal=LOCAL)
+    )
+    assert answer.grounding is GroundingState.AVAILABLE
+    assert cited(answer, library) == [
+        (
+            "Refunds are paid within thirty days of the request.",
+            "Refunds are paid within thirty days of the request.",
+            1,
+        )
+    ]
+    assert answer.trace.cited_chunk_ids[0] in answer.trace.retrieved_chunk_ids
+
+
+def test_markers_are_stripped_and_become_citations_even_streamed_by_the_character(
+    library: Library,
+) -> None:
+    def script(evidence: Evidence) -> list[Draft]:
+        refunds, opens = number(evidence, "thirty days"), number(evidence, "opens at nine")
+        text = f"Refunds take thirty days [{refunds}]. The shop opens at nine [{opens}]."
+        return [TextPiece(ch) for ch in text]
+
+    events, answer = run(engine_with(library, script), "refunds and opening time")
+    assert answer.text == "Refunds take thirty days. The shop opens at nine."
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == answer.text
+    assert cited(answer, library) == [
+        ("Refunds take thirty days.", "Refunds are paid within thirty days of the request.", 1),
+        ("The shop opens at nine.", "The shop opens at nine in the morning.", 1),
+    ]
+
+
+def test_a_claim_done_follows_the_text_of_its_sentence(library: Library) -> None:
+    def script(evidence: Evidence) -> list[Draft]:
+        n = number(evidence, "thirty days")
+        return [TextPiece(f"Refunds take thirty days [{n}]."), TextPiece(" A receipt is needed.")]
+
+    events, answer = run(engine_with(library, script), "refunds")
+    kinds = [type(e).__name__ for e in events]
+    assert kinds[0] == "Retrieved" and kinds[-1] == "Completed"
+    first_claim = next(i for i, e in enumerate(events) if isinstance(e, ClaimDone))
+    shown = "".join(e.text for e in events[:first_claim] if isinstance(e, TextDelta))
+    assert shown.startswith("Refunds take thirty days.")
+
+
+def test_an_uncited_sentence_is_aligned_and_never_inherits_a_neighbours_citation(
+    library: Library,
+) -> None:
+    def script(evidence: Evidence) -> list[Draft]:
+        n = number(evidence, "thirty days")
+        return [
+            TextPiece(f"Refunds take thirty days [{n}]. "),
+            TextPiece("Every bicycle carries a two-year warranty on its frame. "),
+            TextPiece("Dragons guard the storeroom at night."),
+        ]
+
+    _, answer = run(engine_with(library, script), "refunds and warranty")
+    assert [c[:2] for c in cited(answer, library)] == [
+        ("Refunds take thirty days.", "Refunds are paid within thirty days of the request."),
+        (
+            "Every bicycle carries a two-year warranty on its frame.",
+            "Every bicycle carries a two-year warranty on its frame.",
+        ),
+    ]
+    dragons = answer.claims[2]
+    assert (
+        answer.text[dragons.span.start : dragons.span.end]
+        == "Dragons guard the storeroom at night."
+    )
+    assert (dragons.supported, dragons.needs_citation) == (False, True)
+    assert [c.claim_index for c in answer.citations] == [0, 1]
+
+
+def test_a_marker_naming_no_evidence_is_dropped_and_the_sentence_aligned_instead(
+    library: Library,
+) -> None:
+    def script(evidence: Evidence) -> list[Draft]:
+        return [TextPiece("Refunds take thirty days [999]. Dragons guard it [999].")]
+
+    _, answer = run(engine_with(library, script), "refunds")
+    assert answer.text == "Refunds take thirty days. Dragons guard it."
+    assert [c[:2] for c in cited(answer, library)] == [
+        ("Refunds take thirty days.", "Refunds are paid within thirty days of the request.")
+    ]
+
+
+def test_a_citation_that_does_not_support_its_claim_is_not_kept(library: Library) -> None:
+    def script(evidence: Evidence) -> list[Draft]:
+        n = number(evidence, "thirty days")
+        return [CitedSentence("Refunds take ninety days.", (n,))]
+
+    _, answer = run(engine_with(library, script), "refunds")
+    assert answer.citations == ()
+    assert answer.claims[0].supported is False
+    assert answer.grounding is GroundingState.MISSING
+
+
+def test_a_strict_agent_removes_unsupported_claims(library: Library) -> None:
+    def script(evidence: Evidence) -> list[Draft]:
+        n = number(evidence, "thirty days")
+        return [
+            CitedSentence("Refunds take thirty days.", (n,)),
+            CitedSentence(" Dragons guard the storeroom at night.", ()),
+        ]
+
+    events, answer = run(engine_with(library, script), "refunds", strict=True)
+    assert answer.text == "Refunds take thirty days."
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == answer.text
+
+
+def test_a_strict_agent_declines_when_nothing_is_supported(library: Library) -> None:
+    def script(evidence: Evidence) -> list[Draft]:
+        return [TextPiece("Dragons guard the storeroom at night.")]
+
+    _, answer = run(engine_with(library, script), "who guards the store?", strict=True)
+    assert answer.text == "The available sources do not answer this question."
+    assert (answer.declined, answer.grounding) == (True, GroundingState.MISSING)
+
+
+def test_a_declining_generator_gets_a_plain_refusal_in_the_questions_language(
+    library: Library,
+) -> None:
+    _, answer = run(engine_with(library, lambda e: [Declined()]), "¿Quién fundó la tienda?")
+    assert answer.text == "Las fuentes disponibles no responden a esta pregunta."
+    assert answer.claims[0].needs_citation is False
+    assert (answer.declined, answer.grounding, answer.citations) == (
+        True,
+        GroundingState.MISSING,
+        (),
+    )
+
+
+def test_an_agent_that_hides_sources_still_grounds_its_answer(library: Library) -> None:
+    def script(evidence: Evidence) -> list[Draft]:
+        return [CitedSentence(evidence.sentences[0].text, (1,))]
+
+    _, answer = run(engine_with(library, script), "refunds", show_sources=False)
+    assert answer.grounding is GroundingState.HIDDEN
+
+
+def test_no_retrieval_means_no_grounding(library: Library) -> None:
+    seen: list[Evidence] = []
+
+    def script(evidence: Evidence) -> list[Draft]:
+        seen.append(evidence)
+        return [Declined()]
+
+    events, answer = run(engine_with(library, script), Question("hello", retrieve=False))
+    assert seen[0].passages == () and isinstance(events[0], Retrieved)
+    assert answer.grounding is GroundingState.NONE
+
+
+def test_sources_are_numbered_in_order_of_first_citation_up_to_the_agents_limit(
+    library: Library,
+) -> None:
+    def script(evidence: Evidence) -> list[Draft]:
+        warranty, refunds = number(evidence, "warranty"), number(evidence, "thirty days")
+        return [
+            CitedSentence("Every bicycle carries a two-year warranty on its frame.", (warranty,)),
+            CitedSentence(" Refunds are paid within thirty days of the request.", (refunds,)),
+        ]
+
+    _, answer = run(engine_with(library, script), "warranty and refunds")
+    assert [(s.source_index, s.source.filename) for s in answer.sources] == [
+        (1, "warranty.txt"),
+        (2, "policy.md"),
+    ]
+    _, limited = run(engine_with(library, script), "warranty and refunds", max_sources=1)
+    assert [s.source.filename for s in limited.sources] == ["warranty.txt"]
+    assert [c.claim_index for c in limited.citations] == [0]
+
+
+def test_the_buckets_of_a_question_narrow_the_search(library: Library) -> None:
+    library.create_bucket("empty")
+    seen: list[Evidence] = []
+
+    def script(evidence: Evidence) -> list[Draft]:
+        seen.append(evidence)
+        return [Declined()]
+
+    run(engine_with(library, script), Question("refunds", bucket_ids=("empty",)))
+    assert seen[0].passages == ()
+
+
+@pytest.mark.parametrize(
+    ("words", "page"),
+    [("Apple’s MacWrite", 2), ("LaTeX gained popularity", 3), ("from clunky typewriters to AI", 5)],
+)
+def test_a_citation_into_a_pdf_carries_the_page_its_sentence_is_printed_on(
+    settings: Settings, documents: Path, words: str, page: int
+) -> None:
+    def script(evidence: Evidence) -> list[Draft]:
+        sentence = next(s for s in evidence.sentences if words in s.text)
+        return [CitedSentence(sentence.text, (sentence.number,))]
+
+    with Library.open(settings) as library:
+        library.create_bucket("essays")
+        pdf = documents / "pdf_text" / "multi_page.pdf"
+        library.ingest(pdf.read_bytes(), filename="multi_page.pdf", bucket="essays")
+        _, answer = run(engine_with(library, script), words)
+        (citation,) = answer.citations
+        assert words in citation.cited_text
+        assert citation.page_number == page
+        pages = library.store.source_pages(citation.source_id)
+        assert pages[page - 1].span.start <= citation.span.start < pages[page - 1].span.end
+        assert citation.page_label == pages[page - 1].label
+
+
+def test_chinese_free_text_settles_into_one_claim_per_sentence(settings: Settings) -> None:
+    policy = "退款在申请后三十天内支付。每次退款都需要收据。商店早上九点开门。"
+
+    def script(evidence: Evidence) -> list[Draft]:
+        refunds, opens = number(evidence, "三十天"), number(evidence, "九点")
+        return [
+            TextPiece(piece)
+            for piece in ("退款三十天内支付【", f"{refunds}】。商店", f"九点开门[{opens}]。")
+        ]
+
+    with Library.open(settings) as library:
+        library.create_bucket("shop")
+        library.ingest(policy.encode(), filename="政策.txt", bucket="shop")
+        _, answer = run(engine_with(library, script), "退款和开门时间")
+        assert answer.text == "退款三十天内支付。商店九点开门。"
+        assert cited(answer, library) == [
+            ("退款三十天内支付。", "退款在申请后三十天内支付。", 1),
+            ("商店九点开门。", "商店早上九点开门。", 1),
+        ]
