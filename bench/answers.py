@@ -18,7 +18,6 @@ answer (retrieval, generation, attribution, verification).
 
     .venv/bin/python bench/answers.py quality                      # held-out articles
     .venv/bin/python bench/answers.py quality --distractors 10000  # a store of >= 10k passages
-    .venv/bin/python bench/answers.py quality --distractors 10000 --learned  # + learned ranker
     .venv/bin/python bench/answers.py quality --http http://127.0.0.1:8750 --distractors 10000
     .venv/bin/python bench/answers.py tune                         # on the tuning articles
 """
@@ -227,16 +226,12 @@ def agent_for(distractors: int) -> Agent:
     return Agent(bucket_ids=buckets)
 
 
-async def ask_engine(
-    library: Library, agent: Agent, questions: Sequence[str], *, learned: bool = False
-) -> list[Outcome]:
-    """Every question through ``Engine.ask``, one at a time, as a server would answer it
-    (``learned=True``: with the experimental learned ranker, bench/train_ranker.py)."""
+async def ask_engine(library: Library, agent: Agent, questions: Sequence[str]) -> list[Outcome]:
+    """Every question through ``Engine.ask``, one at a time, as a server would answer it."""
     from citewell.cite.verify import LexicalVerifier
     from citewell.engine import Engine, Question
 
-    generator = ExtractiveGenerator(ranker="packaged" if learned else None)
-    engine = Engine(library, {"extractive": generator}, LexicalVerifier(), (agent,))
+    engine = Engine(library, {"extractive": ExtractiveGenerator()}, LexicalVerifier(), (agent,))
     names = {s.id: s.filename for s in library.list_sources(CORPUS)}
     for warm_up in questions[:3]:
         await engine.ask(Question(warm_up), agent=agent, principal=LOCAL)
@@ -361,10 +356,6 @@ def quality(args: argparse.Namespace) -> None:
                 outcomes = ask_http(args.http, args.api_key, library, agent, questions)
             else:
                 outcomes = asyncio.run(ask_engine(library, agent, questions))
-            if args.learned and not args.http:
-                learned = asyncio.run(ask_engine(library, agent, questions, learned=True))
-                rows.append(row(data, learned, ranges=True))
-                rows[-1][0] = f"{name} (learned ranker)"
         print(f"  {name}: answered {len(outcomes)} questions over {passages} passages")
         rows.append(row(data, outcomes, ranges=not args.http))
     print(f"\n{args.split} articles, {'HTTP ' + args.http if args.http else 'in process'}:")
@@ -522,9 +513,6 @@ def main() -> None:
     parser.add_argument("--http", metavar="URL", help="ask a running server's /v1/responses")
     parser.add_argument("--api-key", default="bench", help="key for --http")
     parser.add_argument("--limit", type=int, default=0, help="first N questions of each set")
-    parser.add_argument(
-        "--learned", action="store_true", help="also answer with the learned ranker"
-    )
     args = parser.parse_args()
     print(f"# bench/answers.py {args.part} — {time.strftime('%Y-%m-%d')} — {machine()}")
     if args.part == "quality":

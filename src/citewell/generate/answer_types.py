@@ -13,7 +13,7 @@ from enum import Enum
 
 from citewell.language import is_cjk
 
-__all__ = ["AnswerType", "carries", "expected_type", "type_complement", "without_type_phrase"]
+__all__ = ["AnswerType", "carries", "expected_type", "without_type_phrase"]
 
 
 class AnswerType(Enum):
@@ -91,35 +91,6 @@ def without_type_phrase(question: str) -> str:
     """The question without its answer-type phrase ("How long do refunds take?" → "do refunds
     take?")."""
     return " ".join(_TYPE_PHRASE.sub(" ", question).split())
-
-
-_COMPLEMENT = re.compile(
-    r"\bhow (?:many|much) (?P<en>[a-z]{3,})\b|\b(?:what|which) (?P<what>[a-z]{3,})\b"
-    r"|\bcu[aá]nt[oa]s (?P<es>\w{3,})\b|\bqu[eé] (?P<que>\w{3,})\b"
-    r"|(?:多少|几)(?P<zh>[\u4e00-\u9fff])",
-    re.IGNORECASE,
-)
-_NOT_NOUNS = frozenset(
-    "is are was were did does do has have had can could would should will the "
-    "es son fue fueron era eran hizo hace tiene tenía ha han se le les lo la el los las".split()
-)
-
-
-def type_complement(question: str) -> str | None:
-    """The noun the question counts or picks ("years" in "how many years", "ciudad" in "qué
-    ciudad", 人 in 多少人), case-folded and without an English plural s; None if there is none.
-
-    An answer sentence often names it next to the answer ("for twenty *years*").
-    """
-    match = _COMPLEMENT.search(question)
-    if match is None:
-        return None
-    word = next(g for g in match.groups() if g).casefold()
-    if word in _NOT_NOUNS:
-        return None
-    if match.group("en") or match.group("what"):
-        word = word.removesuffix("s") if len(word) > 3 else word
-    return word
 
 
 # Sentences -----------------------------------------------------------------------------------

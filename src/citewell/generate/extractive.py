@@ -18,12 +18,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from citewell.generate.answer_types import carries, expected_type
 from citewell.generate.base import CitedSentence, Declined, Draft, Evidence
 from citewell.generate.overlap import QuestionTerms, sentence_overlaps
-from citewell.generate.ranker import Ranker, signals
 from citewell.language import is_cjk
 from citewell.model import Agent
 
@@ -110,23 +108,12 @@ def sentence_features(evidence: Evidence) -> list[Features]:
 
 
 class ExtractiveGenerator:
-    """Selects evidence sentences; deterministic, and a few milliseconds for 50 sentences.
-
-    Sentences are ordered by the hand-weighted score of ``Weights``, which also decides when to
-    decline. ``ranker="packaged"`` (or a ``Ranker``) orders one-sentence answers by the learned
-    ranker's probability instead and declines by its thresholds: an experiment, not the default,
-    as it did not raise held-out precision (docs/benchmarks.md, "Extractive answers").
-    """
+    """Selects evidence sentences; deterministic, and a few milliseconds for 50 sentences."""
 
     name = "extractive"
 
-    def __init__(
-        self,
-        weights: Weights | None = None,
-        ranker: Ranker | Literal["packaged"] | None = None,
-    ) -> None:
+    def __init__(self, weights: Weights | None = None) -> None:
         self.weights = weights or Weights()
-        self.ranker = Ranker.packaged() if ranker == "packaged" else ranker
 
     async def generate(self, evidence: Evidence, *, agent: Agent) -> AsyncIterator[Draft]:
         for draft in self.drafts(evidence, agent=agent):
@@ -156,22 +143,8 @@ class ExtractiveGenerator:
         w = self.weights
         candidates = [i for i, f in enumerate(features) if not f.heading]
         score = [w.score(f) for f in features]
-        # The ranker is trained and its thresholds chosen for one-sentence answers.
-        ranker = self.ranker if w.max_sentences == 1 else None
-        if ranker is not None and candidates:
-            rows = signals(evidence, features, score)[candidates]
-            for i, p in zip(candidates, ranker.probabilities(rows).tolist(), strict=True):
-                score[i] = p
-            margin = ranker.decline_margin
-        else:
-            margin = w.decline_margin
         ranked = sorted(candidates, key=lambda i: (-score[i], i))
-        if not ranked:
-            return []
-        if ranker is not None:
-            if score[ranked[0]] < ranker.decline_below:
-                return []
-        elif not self._answers(features[ranked[0]]):
+        if not ranked or not self._answers(features[ranked[0]]):
             return []
         best = ranked[0]
         chosen, covered = [best], set(features[best].matched)
@@ -194,9 +167,8 @@ class ExtractiveGenerator:
         runner_up = next(
             (i for i in ranked if _normalised(evidence.sentences[i].text) not in texts), None
         )
-        if runner_up is not None:
-            if score[best] - score[runner_up] < margin:
-                return []
+        if runner_up is not None and score[best] - score[runner_up] < w.decline_margin:
+            return []
         # Supporting sentences after the best one, by passage rank, then in document order.
         first, rest = chosen[0], chosen[1:]
         return [first, *sorted(rest, key=lambda i: (evidence.sentences[i].passage_index, i))]
