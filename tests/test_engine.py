@@ -315,3 +315,15 @@ def test_chinese_free_text_settles_into_one_claim_per_sentence(settings: Setting
             ("退款三十天内支付。", "退款在申请后三十天内支付。", 1),
             ("商店九点开门。", "商店早上九点开门。", 1),
         ]
+
+
+def test_a_list_marker_is_layout_not_part_of_the_claim(library: Library) -> None:
+    def script(evidence: Evidence) -> list[Draft]:
+        n = number(evidence, "thirty days")
+        return [TextPiece(f"1. Refunds are paid within thirty days [{n}].\n2. Dragons guard it.")]
+
+    _, answer = run(engine_with(library, script), "refunds")
+    assert answer.text == "1. Refunds are paid within thirty days.\n2. Dragons guard it."
+    claims = [answer.text[c.span.start : c.span.end] for c in answer.claims]
+    assert claims == ["Refunds are paid within thirty days.", "Dragons guard it."]
+    assert [c.supported for c in answer.claims] == [True, False]

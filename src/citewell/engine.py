@@ -11,6 +11,7 @@ events as the answer grows (a claim's citations right after its last character),
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -295,9 +296,15 @@ class _AnswerWriter:
         return [self._claim(self._shown_from + stream_offset, piece, numbers)]
 
     def _claim(self, start: int, piece: str, numbers: Sequence[int]) -> ClaimDone:
-        """Attribute ``piece``, which stands at ``start`` of the answer text."""
-        lead = len(piece) - len(piece.lstrip())
-        span = Span(start=start + lead, end=start + lead + len(piece.strip()))
+        """Attribute ``piece``, which stands at ``start`` of the answer text.
+
+        The claim is the piece without the spaces around it, nor a list marker before it: "1."
+        is layout, and as a number it would fail verification against every source.
+        """
+        lead = _LEAD.match(piece)
+        assert lead is not None  # the pattern matches the empty string
+        end = len(piece.rstrip())
+        span = Span(start=start + min(lead.end(), end), end=start + end)
         result = self.attribution.attribute(self.text, span, numbers)
         return ClaimDone(len(self.attribution.claims) - 1, result)
 
@@ -343,6 +350,10 @@ class _AnswerWriter:
                 settings_fingerprint=fingerprint,
             ),
         )
+
+
+_LEAD = re.compile(r"\s*(?:(?:\d{1,3}[.)]|[-*•+]|\(\d{1,3}\))[ \t]+)?")
+"""Spaces and a list marker ("1.", "2)", "(3)", "-", "*", "•") that open a claim."""
 
 
 def _sentences(text: str) -> list[Span]:

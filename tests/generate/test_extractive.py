@@ -231,3 +231,22 @@ def test_the_same_evidence_gives_the_same_drafts_streamed_or_not(evaldata: Path)
     first = drafts(found)
     assert all(drafts(found) == first for _ in range(3))
     assert anyio.run(streamed) == first
+
+
+def test_the_answer_flows_where_its_source_was_hard_wrapped() -> None:
+    found = evidence(
+        "How long may members borrow the pump?",
+        [Doc(["Members may borrow the pump for up\nto three days.", "Tools stay inside."])],
+    )
+    drafts = ExtractiveGenerator().drafts(found, agent=Agent())
+    assert drafts == [CitedSentence("Members may borrow the pump for up to three days.", (1,))]
+
+
+def test_a_chinese_sentence_wrapped_across_lines_is_joined_without_a_space() -> None:
+    found = evidence(
+        "茶园每天几点开门？",
+        [Doc(["茶园每天上午八点\n开门，下午五点停止入园。", "请穿防滑鞋。"])],
+        language="zh",
+    )
+    drafts = ExtractiveGenerator().drafts(found, agent=Agent())
+    assert drafts == [CitedSentence("茶园每天上午八点开门，下午五点停止入园。", (1,))]

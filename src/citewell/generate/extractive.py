@@ -17,6 +17,7 @@ about as often as the right one.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+import re
 from dataclasses import dataclass
 
 from citewell.generate.answer_types import carries, expected_type
@@ -127,13 +128,13 @@ class ExtractiveGenerator:
         drafts: list[Draft] = []
         previous = ""
         for index in chosen:
-            sentence = evidence.sentences[index]
+            text = _flowing(evidence.sentences[index].text)
             # The engine joins drafts as they come: separate sentences as the language does.
-            separator = _separator(previous, sentence.text)
+            separator = _separator(previous, text)
             drafts.append(
-                CitedSentence(text=separator + sentence.text, evidence=(sentence.number,))
+                CitedSentence(text=separator + text, evidence=(evidence.sentences[index].number,))
             )
-            previous = sentence.text
+            previous = text
         return drafts
 
     def choose(
@@ -202,6 +203,21 @@ def _source_id(evidence: Evidence, index: int) -> str:
 
 
 _CJK_CLOSERS = "。！？；：…」』）》”"
+
+
+_BREAK = re.compile(r"\s*\n\s*")
+
+
+def _flowing(text: str) -> str:
+    """The sentence without the line breaks of its source (hard-wrapped text, PDF lines): a
+    space where they stood, or nothing between Chinese characters. The citation still points at
+    the source's exact range; only the answer's own text flows."""
+
+    def joined(match: re.Match[str]) -> str:
+        before, after = text[match.start() - 1 : match.start()], text[match.end() : match.end() + 1]
+        return "" if before and after and is_cjk(before) and is_cjk(after) else " "
+
+    return _BREAK.sub(joined, text.strip())
 
 
 def _separator(previous: str, text: str) -> str:
