@@ -16,8 +16,8 @@ about as often as the right one.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
 import re
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from citewell.generate.answer_types import carries, expected_type
