@@ -6,7 +6,8 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from citewell.generate.base import Evidence, EvidenceSentence, Turn
+from citewell.cite.evidence import build_evidence
+from citewell.generate.base import Evidence, Turn
 from citewell.model import Chunk, Passage, ScoreBreakdown, Source, Span
 
 
@@ -32,7 +33,6 @@ def evidence(
     """Evidence whose passages are ``docs``, each a source of its own, sentences joined by a
     space."""
     passages: list[Passage] = []
-    sentences: list[EvidenceSentence] = []
     for index, doc in enumerate(docs):
         text, spans = "", []
         for sentence in doc.sentences:
@@ -74,16 +74,7 @@ def evidence(
                 page_number=doc.page,
             )
         )
-        for span, sentence in zip(spans, doc.sentences, strict=True):
-            sentences.append(EvidenceSentence(len(sentences) + 1, index, span, sentence))
-    return Evidence(
-        question=question,
-        language=language,
-        passages=tuple(passages),
-        sentences=tuple(sentences),
-        history=tuple(history),
-        instructions=instructions,
-    )
+    return build_evidence(question, language, passages, history=history, instructions=instructions)
 
 
 REFUNDS = Doc(

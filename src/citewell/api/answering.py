@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Annotated, Protocol
 
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import AfterValidator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from citewell.api.errors import GENERIC_MESSAGE, error_response
 from citewell.engine import AnswerEvent, Completed, Engine
@@ -21,15 +21,58 @@ from citewell.model import Agent, Answer
 from citewell.render import CitationCompat, SourcesAppendix
 
 __all__ = [
+    "MAX_ITEMS",
+    "MAX_TEXT",
+    "ContentPart",
     "Conversation",
+    "LooseModel",
     "Metadata",
+    "Name",
+    "Text",
     "event_stream",
     "find_agent",
     "read_conversation",
     "render_choices",
+    "text_of",
 ]
 
 logger = logging.getLogger("citewell.api")
+
+MAX_TEXT = 200_000
+"""Longest single text (a message, the instructions), in code points."""
+MAX_ITEMS = 1000
+"""Most messages or input items of one request."""
+
+Text = Annotated[str, Field(max_length=MAX_TEXT)]
+Name = Annotated[str, Field(max_length=256)]
+
+
+class LooseModel(BaseModel):
+    """An OpenAI object of which citewell reads a few fields and passes over the rest."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class ContentPart(LooseModel):
+    type: Name
+    text: Text | None = None
+
+
+def text_of(content: str | list[ContentPart] | None, *, kinds: tuple[str, ...], param: str) -> str:
+    """A message's text: the string, or its text parts (of the ``kinds`` the dialect names)
+    joined by line breaks. Parts of other kinds (images, files) are refused: citewell reads
+    text."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    texts = []
+    for index, part in enumerate(content):
+        if part.type not in kinds or part.text is None:
+            raise InvalidRequest(
+                f"Content parts of type {part.type!r} are not supported: citewell reads text.",
+                param=f"{param}[{index}]",
+            )
+        texts.append(part.text)
+    return "\n".join(texts)
 
 
 MAX_METADATA_PAIRS = 16

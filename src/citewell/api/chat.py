@@ -10,18 +10,24 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from citewell.api.answering import (
+    MAX_ITEMS,
+    ContentPart,
+    LooseModel,
     Metadata,
+    Name,
+    Text,
     event_stream,
     find_agent,
     read_conversation,
     render_choices,
+    text_of,
 )
 from citewell.api.deps import EngineDep, PrincipalDep, WireModel
 from citewell.engine import Question
@@ -33,25 +39,10 @@ __all__ = ["ChatBody", "router"]
 
 router = APIRouter(tags=["chat"])
 
-MAX_TEXT = 200_000
-MAX_MESSAGES = 1000
 
-Text = Annotated[str, Field(max_length=MAX_TEXT)]
-Name = Annotated[str, Field(max_length=256)]
-
-
-class _Loose(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-
-class ContentPart(_Loose):
-    type: Name
-    text: Text | None = None
-
-
-class ChatMessage(_Loose):
+class ChatMessage(LooseModel):
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
-    content: Text | list[ContentPart] | None = Field(default=None, max_length=MAX_MESSAGES)
+    content: Text | list[ContentPart] | None = Field(default=None, max_length=MAX_ITEMS)
 
 
 class StreamOptions(WireModel):
@@ -63,7 +54,7 @@ class ChatBody(WireModel):
     """The body of ``POST /v1/chat/completions``: what citewell reads, and what it ignores."""
 
     model: Name | None = Field(default=None, description="An agent's name; none: the default.")
-    messages: list[ChatMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
+    messages: list[ChatMessage] = Field(min_length=1, max_length=MAX_ITEMS)
     stream: bool = False
     stream_options: StreamOptions | None = None
     metadata: Metadata | None = None
@@ -106,7 +97,8 @@ async def create_chat_completion(
         )
     compat, appendix = render_choices(body.metadata, appendix="include")
     messages = [
-        (m.role, _text(m.content, f"messages[{i}].content")) for i, m in enumerate(body.messages)
+        (m.role, text_of(m.content, kinds=("text",), param=f"messages[{i}].content"))
+        for i, m in enumerate(body.messages)
     ]
     conversation = read_conversation(messages, None, param="messages")
     retrieve = body.tool_choice != "none"
@@ -134,17 +126,3 @@ async def create_chat_completion(
         return await event_stream(events, ChatStream(options))
     answer = await engine.ask(question, agent=agent, principal=principal)
     return Response(dumps(render_completion(answer, options)), media_type="application/json")
-
-
-def _text(content: str | list[ContentPart] | None, param: str) -> str:
-    if content is None or isinstance(content, str):
-        return content or ""
-    texts = []
-    for index, part in enumerate(content):
-        if part.type != "text" or part.text is None:
-            raise InvalidRequest(
-                f"Content parts of type {part.type!r} are not supported: citewell reads text.",
-                param=f"{param}[{index}]",
-            )
-        texts.append(part.text)
-    return "\n".join(texts)

@@ -15,14 +15,21 @@ from typing import Annotated, Any, Literal
 import anyio.to_thread
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from citewell.api.answering import (
+    MAX_ITEMS,
+    MAX_TEXT,
+    ContentPart,
+    LooseModel,
     Metadata,
+    Name,
+    Text,
     event_stream,
     find_agent,
     read_conversation,
     render_choices,
+    text_of,
 )
 from citewell.api.deps import EngineDep, PrincipalDep, WireModel
 from citewell.api.errors import error_response
@@ -39,32 +46,16 @@ __all__ = ["ResponsesBody", "router"]
 
 router = APIRouter(tags=["responses"])
 
-MAX_TEXT = 200_000
-"""Longest single text (an input message, the instructions), in code points."""
-MAX_ITEMS = 1000
-"""Most input items of one request."""
-
-Text = Annotated[str, Field(max_length=MAX_TEXT)]
-Name = Annotated[str, Field(max_length=256)]
+INPUT_TEXT = ("input_text", "output_text", "text")
+"""Content parts read as text: the user's, and replayed assistant output."""
 
 
-class _Loose(BaseModel):
-    """An OpenAI object of which citewell reads a few fields and passes over the rest."""
-
-    model_config = ConfigDict(extra="allow")
-
-
-class InputPart(_Loose):
-    type: Name
-    text: Text | None = None
-
-
-class InputItem(_Loose):
+class InputItem(LooseModel):
     """A message (``type`` ``message`` or absent), or another item (replayed tool calls)."""
 
     type: Name | None = None
     role: Literal["user", "assistant", "system", "developer"] | None = None
-    content: Text | list[InputPart] = Field(default="", max_length=MAX_ITEMS)
+    content: Text | list[ContentPart] = Field(default="", max_length=MAX_ITEMS)
 
 
 class FileSearchTool(WireModel):
@@ -245,22 +236,9 @@ def _messages(input_: str | list[InputItem]) -> list[tuple[str, str]]:
                 f"Input items of type {item.type!r} are not supported: send messages.",
                 param=f"input[{index}]",
             )
-        messages.append((item.role, _text(item.content, f"input[{index}].content")))
+        text = text_of(item.content, kinds=INPUT_TEXT, param=f"input[{index}].content")
+        messages.append((item.role, text))
     return messages
-
-
-def _text(content: str | list[InputPart], param: str) -> str:
-    if isinstance(content, str):
-        return content
-    texts = []
-    for index, part in enumerate(content):
-        if part.type not in ("input_text", "output_text", "text") or part.text is None:
-            raise InvalidRequest(
-                f"Content parts of type {part.type!r} are not supported: citewell reads text.",
-                param=f"{param}[{index}]",
-            )
-        texts.append(part.text)
-    return "\n".join(texts)
 
 
 async def _earlier_turns(
