@@ -16,9 +16,18 @@ citation and are counted apart); citation completeness (the share of answer sent
 citation); refusals on unanswerable and on answerable questions; latency p50/p95 of a whole
 answer (retrieval, generation, attribution, verification).
 
+Over HTTP (``--serve``, or ``--http URL`` for a server already running on the same store), the
+questions go to ``POST /v1/responses`` through the official ``openai`` SDK, and the figures come
+from the wire: each ``file_citation`` names the cited range of its source (``cited_start_index``,
+``cited_end_index``), so precision is computed exactly as in process. Completeness is not: the
+wire carries cited claims only. Unless ``--no-compare``, the same questions are also answered in
+process, in turn with the HTTP ones (question 1 in process, then over HTTP, then question 2...),
+and the two runs are compared answer by answer.
+
     .venv/bin/python bench/answers.py quality                      # held-out articles
     .venv/bin/python bench/answers.py quality --distractors 10000  # a store of >= 10k passages
-    .venv/bin/python bench/answers.py quality --http http://127.0.0.1:8750 --distractors 10000
+    .venv/bin/python bench/answers.py quality --distractors 10000 --serve  # also over HTTP
+    .venv/bin/python bench/answers.py quality --http http://127.0.0.1:8750 --sets xquad-en
     .venv/bin/python bench/answers.py tune                         # on the tuning articles
 """
 
@@ -29,12 +38,18 @@ import asyncio
 import hashlib
 import itertools
 import json
+import os
 import pickle
+import queue
 import re
 import shutil
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -213,9 +228,10 @@ class Outcome:
 
     text: str
     citations: tuple[tuple[str, Span], ...]
-    """(source filename, cited range) of every kept citation."""
-    sentences: int
-    """Answer sentences that state something from the sources."""
+    """(source filename, cited range) of every kept citation, in answer order."""
+    sentences: int | None
+    """Answer sentences that state something from the sources; None over HTTP (the wire carries
+    cited claims only)."""
     cited_sentences: int
     declined: bool
     ms: float
@@ -226,24 +242,33 @@ def agent_for(distractors: int) -> Agent:
     return Agent(bucket_ids=buckets)
 
 
-async def ask_engine(library: Library, agent: Agent, questions: Sequence[str]) -> list[Outcome]:
-    """Every question through ``Engine.ask``, one at a time, as a server would answer it."""
+Asker = Callable[[str], Outcome]
+"""Answers one question, timed."""
+
+
+def source_names(library: Library, agent: Agent) -> dict[str, str]:
+    """Source id → file name, for every source the agent searches (the distractors too)."""
+    return {s.id: s.filename for b in agent.bucket_ids for s in library.list_sources(b)}
+
+
+@contextmanager
+def engine_asker(library: Library, agent: Agent) -> Iterator[Asker]:
+    """Questions through ``Engine.ask`` in process, as a server would answer them."""
     from citewell.cite.verify import LexicalVerifier
     from citewell.engine import Engine, Question
 
     engine = Engine(library, {"extractive": ExtractiveGenerator()}, LexicalVerifier(), (agent,))
-    names = {s.id: s.filename for s in library.list_sources(CORPUS)}
-    for warm_up in questions[:3]:
-        await engine.ask(Question(warm_up), agent=agent, principal=LOCAL)
-    outcomes = []
-    for question in questions:
-        started = time.perf_counter()
-        answer = await engine.ask(Question(question), agent=agent, principal=LOCAL)
-        ms = (time.perf_counter() - started) * 1000
-        cited = {c.claim_index for c in answer.citations}
-        stating = [i for i, c in enumerate(answer.claims) if c.needs_citation]
-        outcomes.append(
-            Outcome(
+    names = source_names(library, agent)
+
+    with asyncio.Runner() as runner:
+
+        def ask(question: str) -> Outcome:
+            started = time.perf_counter()
+            answer = runner.run(engine.ask(Question(question), agent=agent, principal=LOCAL))
+            ms = (time.perf_counter() - started) * 1000
+            cited = {c.claim_index for c in answer.citations}
+            stating = [i for i, c in enumerate(answer.claims) if c.needs_citation]
+            return Outcome(
                 text=answer.text,
                 citations=tuple((names.get(c.source_id, ""), c.span) for c in answer.citations),
                 sentences=len(stating),
@@ -251,47 +276,132 @@ async def ask_engine(library: Library, agent: Agent, questions: Sequence[str]) -
                 declined=answer.declined,
                 ms=ms,
             )
-        )
-    return outcomes
+
+        yield ask
 
 
-def ask_http(
-    url: str, api_key: str, library: Library, agent: Agent, questions: Sequence[str]
-) -> list[Outcome]:
-    """Every question through a running server's ``/v1/responses``, with the official SDK.
+def http_asker(
+    url: str, api_key: str, names: Mapping[str, str], bucket_ids: Sequence[str]
+) -> Asker:
+    """Questions through a server's ``POST /v1/responses``, with the official SDK.
 
-    The server must serve this same store (``citewell serve`` on the data folder printed
-    above). Citations come back as ranges of the answer text; the cited source range is not
-    part of the wire format, so this mode measures latency, answers and refusals, and the
-    in-process run measures precision.
+    The server must serve the same store (``serving``, or ``citewell serve`` on the data folder
+    printed above). Each ``file_citation`` gives the cited source range
+    (``cited_start_index``/``cited_end_index``); ``names`` maps its ``file_id`` to a file name
+    (else the annotation's ``filename``). ``bucket_ids`` go in a ``file_search`` tool.
     """
     import openai
 
     from citewell.engine import REFUSALS
 
-    client = openai.OpenAI(base_url=url.rstrip("/") + "/v1", api_key=api_key)
-    stores = [library.get_bucket(b).id for b in agent.bucket_ids]
-    tool: Any = {"type": "file_search", "vector_store_ids": stores}
-    outcomes = []
-    for question in questions:
+    client = openai.OpenAI(
+        base_url=url.rstrip("/") + "/v1", api_key=api_key, max_retries=0, timeout=120
+    )
+    tool: Any = {"type": "file_search", "vector_store_ids": list(bucket_ids)}
+
+    def ask(question: str) -> Outcome:
         started = time.perf_counter()
-        response = client.responses.create(model=agent.name, input=question, tools=[tool])
+        response = client.responses.create(model="citewell-agent", input=question, tools=[tool])
         ms = (time.perf_counter() - started) * 1000
-        text, cited = "", 0
+        text, citations, claims = "", [], set()
         for item in response.output:
-            if item.type == "message":
-                for part in item.content:
-                    if part.type == "output_text":
-                        text += part.text
-                        cited += sum(1 for a in part.annotations if a.type == "file_citation")
+            if item.type != "message":
+                continue
+            for part in item.content:
+                if part.type != "output_text":
+                    continue
+                text += part.text
+                for annotation in part.annotations:
+                    if annotation.type != "file_citation":
+                        continue
+                    extra = annotation.model_extra or {}
+                    name = names.get(annotation.file_id, annotation.filename)
+                    span = Span(start=extra["cited_start_index"], end=extra["cited_end_index"])
+                    citations.append((name, span))
+                    claims.add((extra["start_index"], extra["end_index"]))
         declined = any(text.rstrip().endswith(r) for r in REFUSALS.values())
-        sentences = 0 if declined and not cited else max(1, cited)
-        outcomes.append(Outcome(text, (), sentences, min(cited, sentences), declined, ms))
-    return outcomes
+        return Outcome(text, tuple(citations), None, len(claims), declined, ms)
+
+    return ask
+
+
+def answer_all(askers: Sequence[Asker], questions: Sequence[str]) -> list[list[Outcome]]:
+    """Every question by each asker in turn, after three untimed warm-up questions each.
+
+    Interleaved question by question, so that a load that comes and goes on the machine weighs
+    on every asker alike.
+    """
+    for ask in askers:
+        for warm_up in questions[:3]:
+            ask(warm_up)
+    runs: list[list[Outcome]] = [[] for _ in askers]
+    for question in questions:
+        for ask, run in zip(askers, runs, strict=True):
+            run.append(ask(question))
+    return runs
+
+
+@contextmanager
+def serving(settings: Settings, *, timeout: float = 600) -> Iterator[str]:
+    """``citewell serve --port 0`` on the bench's store and settings, in a subprocess: yields its
+    URL once it prints "citewell is serving at", and stops it afterwards.
+
+    The server reads the bench's retrieval settings (embedder, threads, ...) as
+    ``CITEWELL_RETRIEVE__*`` variables, replacing any in the environment, so it answers as
+    ``Engine.ask`` does in process.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CITEWELL_RETRIEVE__")}
+    for key, value in settings.retrieve.model_dump(mode="json").items():
+        if value is not None:
+            env[f"CITEWELL_RETRIEVE__{key.upper()}"] = str(value)
+    command = [
+        str(Path(sys.executable).with_name("citewell")),
+        "serve",
+        "--port",
+        "0",
+        "--data-dir",
+        str(settings.data_dir),
+    ]
+    process = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:  # drains the pipe for the server's whole life, so it never blocks
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        seen: list[str] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                raise SystemExit(
+                    f"citewell serve printed no URL in {timeout:.0f} s:\n{''.join(seen)}"
+                ) from None
+            if line is None:
+                raise SystemExit(f"citewell serve exited:\n{''.join(seen)}")
+            seen.append(line)
+            found = re.search(r"citewell is serving at (\S+)", line)
+            if found:
+                break
+        yield found.group(1)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 # metrics -----------------------------------------------------------------------------------
-def row(data: DataSet, outcomes: Sequence[Outcome], *, ranges: bool) -> list[object]:
+def row(data: DataSet, outcomes: Sequence[Outcome]) -> list[object]:
     pairs = list(zip(data.items, outcomes, strict=True))
     answerable = [(i, o) for i, o in pairs if i.golds]
     unanswerable = [(i, o) for i, o in pairs if not i.golds]
@@ -300,9 +410,11 @@ def row(data: DataSet, outcomes: Sequence[Outcome], *, ranges: bool) -> list[obj
     )
     answered = [(i, o) for i, o in answerable if not o.declined]
     cited = [(i, c) for i, o in answered for c in o.citations]
-    precision = mean(float(precise(i, c)) for i, c in cited) if ranges else float("nan")
-    sentences = sum(o.sentences for o in outcomes)
-    completeness = sum(o.cited_sentences for o in outcomes) / sentences if sentences else 1.0
+    precision = mean(float(precise(i, c)) for i, c in cited)
+    completeness: object = "-"  # over HTTP: the wire carries cited claims only
+    if all(o.sentences is not None for o in outcomes):
+        sentences = sum(o.sentences or 0 for o in outcomes)
+        completeness = sum(o.cited_sentences for o in outcomes) / sentences if sentences else 1.0
     times = [o.ms for o in outcomes]
     return [
         data.name,
@@ -313,7 +425,7 @@ def row(data: DataSet, outcomes: Sequence[Outcome], *, ranges: bool) -> list[obj
         completeness,
         mean(float(o.declined) for _, o in unanswerable) if unanswerable else "-",
         mean(float(o.declined) for _, o in answerable),
-        mean((len(o.citations) if ranges else o.cited_sentences) for _, o in answered),
+        mean(len(o.citations) for _, o in answered),
         percentile(times, 50),
         percentile(times, 95),
     ]
@@ -341,25 +453,75 @@ def precise(item: Item, citation: tuple[str, Span]) -> bool:
 
 def quality(args: argparse.Namespace) -> None:
     evaldata = evaldata_dir()
-    rows = []
+    over_http = bool(args.serve or args.http)
+    in_process = not over_http or args.compare
+    local_rows, http_rows, comparison = [], [], []
     for name in args.sets:
         data = load(evaldata, name).split(args.split)
         if args.limit:
             data.items = data.items[: args.limit]
         settings = prepare_store(data, args.embedder, args.workers, args.distractors)
         agent = agent_for(args.distractors)
-        with Library.open(settings) as library:
+        questions = [item.question for item in data.items]
+        with Library.open(settings) as library, ExitStack() as stack:
             passages = passage_count(library, agent)
-            questions = [item.question for item in data.items]
-            if args.http:
-                print(f"  {name}: asking {args.http} (serving {settings.data_dir})")
-                outcomes = ask_http(args.http, args.api_key, library, agent, questions)
-            else:
-                outcomes = asyncio.run(ask_engine(library, agent, questions))
-        print(f"  {name}: answered {len(outcomes)} questions over {passages} passages")
-        rows.append(row(data, outcomes, ranges=not args.http))
-    print(f"\n{args.split} articles, {'HTTP ' + args.http if args.http else 'in process'}:")
-    print(table(rows, HEADER))
+            askers = []
+            if in_process:
+                askers.append(stack.enter_context(engine_asker(library, agent)))
+            if over_http:
+                url = stack.enter_context(serving(settings)) if args.serve else args.http
+                print(f"  {name}: asking {url}, serving {settings.data_dir}")
+                bucket_ids = [library.get_bucket(b).id for b in agent.bucket_ids]
+                names = source_names(library, agent)
+                askers.append(http_asker(url, args.api_key, names, bucket_ids))
+            runs = answer_all(askers, questions)
+        print(f"  {name}: answered {len(questions)} questions over {passages} passages")
+        if in_process:
+            local_rows.append(row(data, runs[0]))
+        if over_http:
+            http_rows.append(row(data, runs[-1]))
+        if len(runs) == 2:
+            comparison.append(compare(name, runs[0], runs[1]))
+    if local_rows:
+        print(f"\n{args.split} articles, in process:")
+        print(table(local_rows, HEADER))
+    if http_rows:
+        print(f"\n{args.split} articles, over HTTP (POST /v1/responses, openai SDK):")
+        print(table(http_rows, HEADER))
+    if comparison:
+        print("\nHTTP against in process, the same questions (asked in turn):")
+        print(table(comparison, COMPARISON))
+
+
+COMPARISON = [
+    "set",
+    "same text",
+    "same citations",
+    "p50 ms in process",
+    "p50 ms HTTP",
+    "HTTP/in-process p50",
+    "p95 ms in process",
+    "p95 ms HTTP",
+]
+
+
+def compare(name: str, local: Sequence[Outcome], remote: Sequence[Outcome]) -> list[object]:
+    """Whether each question got the same answer both ways, and what HTTP adds to latency."""
+    pairs = list(zip(local, remote, strict=True))
+    same_text = sum(a.text == b.text for a, b in pairs)
+    same_citations = sum(a.citations == b.citations for a, b in pairs)
+    p50 = [percentile([o.ms for o in run], 50) for run in (local, remote)]
+    p95 = [percentile([o.ms for o in run], 95) for run in (local, remote)]
+    return [
+        name,
+        f"{same_text}/{len(pairs)}",
+        f"{same_citations}/{len(pairs)}",
+        p50[0],
+        p50[1],
+        p50[1] / p50[0],
+        p95[0],
+        p95[1],
+    ]
 
 
 # tuning ------------------------------------------------------------------------------------
@@ -510,8 +672,22 @@ def main() -> None:
     parser.add_argument("--embedder", choices=["e5-small", "use"], default="e5-small")
     parser.add_argument("--workers", type=int, default=1, help="ingest processes")
     parser.add_argument("--distractors", type=int, default=0, help="extra synthetic passages")
-    parser.add_argument("--http", metavar="URL", help="ask a running server's /v1/responses")
-    parser.add_argument("--api-key", default="bench", help="key for --http")
+    http = parser.add_mutually_exclusive_group()
+    http.add_argument(
+        "--http", metavar="URL", help="ask a running server's /v1/responses (same store)"
+    )
+    http.add_argument(
+        "--serve",
+        action="store_true",
+        help="start `citewell serve --port 0` on the bench's store and ask it over HTTP",
+    )
+    parser.add_argument(
+        "--compare",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="with --serve/--http: also answer in process (in turn), and compare the two runs",
+    )
+    parser.add_argument("--api-key", default="bench", help="key sent over HTTP")
     parser.add_argument("--limit", type=int, default=0, help="first N questions of each set")
     args = parser.parse_args()
     print(f"# bench/answers.py {args.part} — {time.strftime('%Y-%m-%d')} — {machine()}")

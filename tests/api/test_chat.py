@@ -7,13 +7,27 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.api.answering import ANSWER, FIRST, SECOND, Scripted, answering, scripted, sse
+from tests.api.answering import (
+    ANSWER,
+    FIRST,
+    SECOND,
+    WARRANTY,
+    Scripted,
+    answering,
+    scripted,
+    sse,
+)
 from tests.api.conftest import assert_error
 
 __all__ = ["answering", "scripted"]  # fixtures
 
 APPENDIX = "\n\nSources:\n[1] policy.md (§ Refunds)\n[2] warranty.txt"
 QUESTION = [{"role": "user", "content": "refunds and warranty"}]
+
+
+def chunk_of(source_id: str) -> str:
+    """The id of a one-chunk source's chunk."""
+    return f"chk_{source_id.removeprefix('src_')}_0"
 
 
 def complete(client: TestClient, messages: list[dict[str, Any]] = QUESTION, **body: Any) -> Any:
@@ -33,6 +47,8 @@ def test_a_completion_cites_with_url_citations_and_lists_its_sources(
     message = completion["choices"][0]["message"]
     ids = {a["url_citation"]["title"]: a["url_citation"]["file_id"] for a in message["annotations"]}
     base = "http://testserver/v1/sources"
+    refunds = "Refunds are paid within thirty days of the request."
+    policy = answering.get(f"{base}/{ids['policy.md']}/text").json()["text"]
     assert completion == {
         "id": f"chatcmpl-{key}",
         "object": "chat.completion",
@@ -58,6 +74,13 @@ def test_a_completion_cites_with_url_citations_and_lists_its_sources(
                                 "title": "policy.md",
                                 "source_index": 1,
                                 "file_id": ids["policy.md"],
+                                "cited_text": refunds,
+                                "cited_start_index": policy.index(refunds),
+                                "cited_end_index": policy.index(refunds) + len(refunds),
+                                "chunk_id": chunk_of(ids["policy.md"]),
+                                "page_number": None,
+                                "page_label": None,
+                                "support": 1.0,
                             },
                         },
                         {
@@ -69,6 +92,13 @@ def test_a_completion_cites_with_url_citations_and_lists_its_sources(
                                 "title": "warranty.txt",
                                 "source_index": 2,
                                 "file_id": ids["warranty.txt"],
+                                "cited_text": WARRANTY,
+                                "cited_start_index": 0,
+                                "cited_end_index": len(WARRANTY),
+                                "chunk_id": chunk_of(ids["warranty.txt"]),
+                                "page_number": None,
+                                "page_label": None,
+                                "support": 1.0,
                             },
                         },
                     ],

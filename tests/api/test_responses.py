@@ -7,7 +7,17 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.api.answering import ANSWER, FIRST, SECOND, Scripted, answering, scripted, sse
+from tests.api.answering import (
+    ANSWER,
+    FIRST,
+    POLICY,
+    SECOND,
+    WARRANTY,
+    Scripted,
+    answering,
+    scripted,
+    sse,
+)
 from tests.api.conftest import assert_error
 
 __all__ = ["answering", "scripted"]  # fixtures
@@ -21,6 +31,11 @@ def respond(client: TestClient, question: str = "refunds and warranty", **body: 
     assert response.status_code == 200, response.text
     assert response.headers["content-type"] == "application/json"
     return response.json()
+
+
+def chunk_of(source_id: str) -> str:
+    """The id of a one-chunk source's chunk."""
+    return f"chk_{source_id.removeprefix('src_')}_0"
 
 
 def part(response: dict[str, Any]) -> dict[str, Any]:
@@ -41,6 +56,10 @@ def test_an_answer_is_a_response_with_a_search_and_a_cited_message(answering: Te
         "results": None,
     }
     sources = {c["filename"]: c["file_id"] for c in part(response)["annotations"]}
+    refunds = "Refunds are paid within thirty days of the request."
+    # The Markdown's canonical text drops the heading's '#': offsets index that text.
+    policy = answering.get(f"/v1/sources/{sources['policy.md']}/text").json()["text"]
+    assert refunds in POLICY and refunds in policy
     assert response["output"][1] == {
         "type": "message",
         "id": f"msg_{key}",
@@ -60,6 +79,13 @@ def test_an_answer_is_a_response_with_a_search_and_a_cited_message(answering: Te
                         "start_index": 0,
                         "end_index": len(FIRST),
                         "source_index": 1,
+                        "cited_text": refunds,
+                        "cited_start_index": policy.index(refunds),
+                        "cited_end_index": policy.index(refunds) + len(refunds),
+                        "chunk_id": chunk_of(sources["policy.md"]),
+                        "page_number": None,
+                        "page_label": None,
+                        "support": 1.0,
                     },
                     {
                         "type": "file_citation",
@@ -69,11 +95,22 @@ def test_an_answer_is_a_response_with_a_search_and_a_cited_message(answering: Te
                         "start_index": len(FIRST) + 1,
                         "end_index": len(ANSWER),
                         "source_index": 2,
+                        "cited_text": WARRANTY,
+                        "cited_start_index": 0,
+                        "cited_end_index": len(WARRANTY),
+                        "chunk_id": chunk_of(sources["warranty.txt"]),
+                        "page_number": None,
+                        "page_label": None,
+                        "support": 1.0,
                     },
                 ],
             }
         ],
     }
+    for annotation in part(response)["annotations"]:
+        text = answering.get(f"/v1/sources/{annotation['file_id']}/text").json()["text"]
+        start, end = annotation["cited_start_index"], annotation["cited_end_index"]
+        assert text[start:end] == annotation["cited_text"]
     assert response["metadata"] == {"grounded_sources_state": "available"}
     assert (response["object"], response["status"], response["model"]) == (
         "response",
@@ -273,6 +310,9 @@ def test_a_stream_follows_openais_event_sequence(answering: TestClient) -> None:
         ("response.completed", None, None),
     ]
     final = events[-1]["response"]
+    added = [e["annotation"] for e in events if "annotation" in e]
+    assert added == part(final)["annotations"]
+    assert [a["cited_text"][:7] for a in added] == ["Refunds", "Every b"]
     assert events[0]["response"]["id"] == final["id"]
     assert events[0]["response"]["status"] == "in_progress"
     assert events[0]["response"]["output"] == [] and events[0]["response"]["usage"] is None

@@ -143,6 +143,49 @@ def source_text(server: str, source_id: str) -> str:
     return text
 
 
+CITED = (
+    "cited_text",
+    "cited_start_index",
+    "cited_end_index",
+    "chunk_id",
+    "page_number",
+    "page_label",
+    "support",
+)
+"""citewell's fields naming the cited range of the source, on every annotation."""
+
+
+def check_cited_ranges(server: str, annotations: list[dict[str, Any]]) -> None:
+    """Each annotation carries every cited-range field, and its range of the served canonical text
+    is exactly its ``cited_text`` (Responses annotations are flat, Chat ones nest them in
+    ``url_citation``)."""
+    texts: dict[str, str] = {}
+    for annotation in annotations:
+        cited = annotation.get("url_citation", annotation)
+        assert set(CITED) <= set(cited), cited
+        text = texts.get(cited["file_id"]) or source_text(server, cited["file_id"])
+        texts[cited["file_id"]] = text
+        start, end = cited["cited_start_index"], cited["cited_end_index"]
+        assert 0 <= start < end <= len(text)
+        assert text[start:end] == cited["cited_text"]
+        assert cited["chunk_id"].startswith("chk_")
+        assert cited["support"] is None or 0 <= cited["support"] <= 1
+
+
+def chunks_holding(server: str, query: str, annotation: dict[str, Any]) -> list[str]:
+    """The chunks ``POST /v1/search`` finds for the query whose range holds the cited range."""
+    found = httpx.post(
+        f"{server}/v1/search", json={"query": query, "buckets": ["coop"]}, timeout=60
+    ).json()["data"]
+    return [
+        r["chunk_id"]
+        for r in found
+        if r["file_id"] == annotation["file_id"]
+        and r["span"]["start"] <= annotation["cited_start_index"]
+        and annotation["cited_end_index"] <= r["span"]["end"]
+    ]
+
+
 # -- models ----------------------------------------------------------------------------------------
 def test_the_models_are_the_agents(client: openai.OpenAI) -> None:
     models = list(client.models.list())
@@ -168,6 +211,7 @@ def test_an_answer_cites_the_exact_sentence_it_states(client: openai.OpenAI, ser
     part = message_part(response)
     assert part["text"] == MEMBERSHIP_ANSWER
     [annotation] = part["annotations"]
+    start = source_text(server, annotation["file_id"]).index(MEMBERSHIP_ANSWER)
     assert annotation == {
         "type": "file_citation",
         "file_id": annotation["file_id"],
@@ -176,7 +220,15 @@ def test_an_answer_cites_the_exact_sentence_it_states(client: openai.OpenAI, ser
         "start_index": 0,
         "end_index": len(MEMBERSHIP_ANSWER),
         "source_index": 1,
+        "cited_text": MEMBERSHIP_ANSWER,
+        "cited_start_index": start,
+        "cited_end_index": start + len(MEMBERSHIP_ANSWER),
+        "chunk_id": annotation["chunk_id"],
+        "page_number": None,
+        "page_label": None,
+        "support": 1.0,
     }
+    assert annotation["chunk_id"] in chunks_holding(server, MEMBERSHIP, annotation)
     claim = part["text"][annotation["start_index"] : annotation["end_index"]]
     assert claim in source_text(server, annotation["file_id"])
     assert response["usage"]["total_tokens"] > 0
@@ -480,6 +532,49 @@ def test_the_chat_stream_helper_does_not_crash(client: openai.OpenAI) -> None:
     [annotation] = message.annotations or []
     assert annotation.url_citation.end_index == len(MEMBERSHIP_ANSWER)
     assert message.content == chat(client)["choices"][0]["message"]["content"]
+
+
+# -- cited ranges ----------------------------------------------------------------------------------
+def test_every_annotation_names_the_exact_range_of_the_source_it_cites(
+    client: openai.OpenAI, server: str
+) -> None:
+    """Responses (whole and streamed) and Chat (whole and streamed): for every annotation,
+    ``GET /v1/sources/{file_id}/text`` sliced [cited_start_index:cited_end_index] is cited_text."""
+    annotations: list[dict[str, Any]] = []
+    for question in (MEMBERSHIP, MACWRITE):
+        for metadata in ({}, LEGACY):
+            annotations += message_part(ask(client, question, metadata=metadata))["annotations"]
+        events = streamed(client, question)
+        annotations += [plain(e["annotation"]) for e in events if "annotation" in e]
+        annotations += chat(client, question)["choices"][0]["message"]["annotations"]
+        stream = client.chat.completions.create(
+            model="citewell-agent", messages=[{"role": "user", "content": question}], stream=True
+        )
+        for chunk in stream:
+            delta = plain(chunk)["choices"][0]["delta"] if chunk.choices else {}
+            annotations += delta.get("annotations", [])
+    assert len(annotations) == 2 * 5  # one citation in each of five answers per question
+    check_cited_ranges(server, annotations)
+    pdf = [a for a in annotations if a.get("filename") == "multi_page.pdf"]
+    assert pdf and all(isinstance(a["page_number"], int) and a["page_number"] > 0 for a in pdf)
+    # The SDK's own objects keep the fields (pydantic extras), typed access included.
+    response = client.responses.create(model="citewell-agent", input=MACWRITE)
+    [typed] = [
+        a
+        for item in response.output
+        if item.type == "message"
+        for part in item.content
+        if part.type == "output_text"
+        for a in part.annotations
+    ]
+    assert typed.model_extra is not None and set(CITED) <= set(typed.model_extra)
+    with client.chat.completions.stream(
+        model="citewell-agent", messages=[{"role": "user", "content": MACWRITE}]
+    ) as chat_stream:
+        final = chat_stream.get_final_completion()
+    [nested] = final.choices[0].message.annotations or []
+    extra = nested.url_citation.model_extra or {}
+    assert extra["cited_text"] == typed.model_extra["cited_text"]
 
 
 # -- errors ----------------------------------------------------------------------------------------

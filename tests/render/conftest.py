@@ -77,9 +77,12 @@ def citation(claim: int, number: int, of: Passage) -> Citation:
         span=of.chunk.span,
         cited_text=of.chunk.text,
         page_number=of.page_number,
+        support=SUPPORT,
     )
 
 
+SUPPORT = 0.75
+"""The verifier's score of every citation here."""
 CLAIMS = (
     Claim(span=Span(start=0, end=len(FIRST)), supported=True),
     Claim(span=Span(start=len(FIRST) + 1, end=len(TEXT)), supported=True),

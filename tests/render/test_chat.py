@@ -7,7 +7,7 @@ from typing import Any
 
 from citewell.model import Answer
 from citewell.render.chat import ChatOptions, render_completion, render_completion_stream
-from tests.render.conftest import FIRST, SECOND, TEXT, events_of
+from tests.render.conftest import FIRST, SECOND, SUPPORT, TEXT, events_of
 
 APPENDIX = "\n\nSources:\n[1] refund_policy_2026.pdf (p. 4)\n[2] warranty.md (§ Warranty)"
 
@@ -23,6 +23,7 @@ def options(**overrides: Any) -> ChatOptions:
 
 
 def url_citation(start: int, end: int, source: str, title: str, number: int) -> dict[str, Any]:
+    cited, page = (FIRST, 4) if source == "src_policy" else (SECOND, None)
     return {
         "type": "url_citation",
         "url_citation": {
@@ -32,6 +33,13 @@ def url_citation(start: int, end: int, source: str, title: str, number: int) -> 
             "title": title,
             "source_index": number,
             "file_id": source,
+            "cited_text": cited,
+            "cited_start_index": 0,
+            "cited_end_index": len(cited),
+            "chunk_id": f"chk_{source}_0",
+            "page_number": page,
+            "page_label": None,
+            "support": SUPPORT,
         },
     }
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from citewell.model import Answer, GroundingState
 from citewell.render.responses import ResponseOptions, render_response, render_response_stream
-from tests.render.conftest import FIRST, SECOND, TEXT, events_of, make_answer
+from tests.render.conftest import FIRST, SECOND, SUPPORT, TEXT, events_of, make_answer
 
 TOOL = {
     "type": "file_search",
@@ -69,6 +69,24 @@ def test_a_response_has_every_field_openai_sends(answer: Answer) -> None:
         "results": None,
     }
     end = len(FIRST)
+    policy = {
+        "cited_text": FIRST,
+        "cited_start_index": 0,
+        "cited_end_index": len(FIRST),
+        "chunk_id": "chk_src_policy_0",
+        "page_number": 4,
+        "page_label": None,
+        "support": SUPPORT,
+    }
+    warranty = {
+        "cited_text": SECOND,
+        "cited_start_index": 0,
+        "cited_end_index": len(SECOND),
+        "chunk_id": "chk_src_warranty_0",
+        "page_number": None,
+        "page_label": None,
+        "support": SUPPORT,
+    }
     assert output[1] == {
         "type": "message",
         "id": "msg_abc",
@@ -88,6 +106,7 @@ def test_a_response_has_every_field_openai_sends(answer: Answer) -> None:
                         "start_index": 0,
                         "end_index": end,
                         "source_index": 1,
+                        **policy,
                     },
                     {
                         "type": "file_citation",
@@ -97,6 +116,7 @@ def test_a_response_has_every_field_openai_sends(answer: Answer) -> None:
                         "start_index": end + 1,
                         "end_index": len(TEXT),
                         "source_index": 1,
+                        **policy,
                     },
                     {
                         "type": "file_citation",
@@ -106,6 +126,7 @@ def test_a_response_has_every_field_openai_sends(answer: Answer) -> None:
                         "start_index": end + 1,
                         "end_index": len(TEXT),
                         "source_index": 2,
+                        **warranty,
                     },
                 ],
             }

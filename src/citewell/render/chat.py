@@ -5,8 +5,11 @@
 
 Chat has one annotation type, ``url_citation``, nested as OpenAI nests it:
 ``{"type": "url_citation", "url_citation": {start_index, end_index, url, title}}`` — here with
-citewell's ``source_index`` and ``file_id`` added inside. ``url`` opens the source's original
-file on this server; ``title`` is its file name. Chat clients mostly show ``content`` alone, so
+citewell's ``source_index``, ``file_id`` and the cited range of the source added inside
+(``cited_text``, ``cited_start_index``/``cited_end_index`` into the canonical text of
+``GET /v1/sources/{file_id}/text``, ``chunk_id``, ``page_number``, ``page_label``,
+``support``), as the Responses dialect has them. ``url`` opens the source's original file on
+this server; ``title`` is its file name. Chat clients mostly show ``content`` alone, so
 the "Sources:" appendix is included by default.
 
 Streaming sends ``data:`` lines only: text deltas as the answer grows, then every annotation in
@@ -28,6 +31,7 @@ from citewell.render.common import (
     SourcesAppendix,
     TextBuilder,
     appendix_text,
+    cited_range,
     dumps,
     layout,
     source_url,
@@ -66,6 +70,7 @@ def render_completion(answer: Answer, options: ChatOptions) -> dict[str, Any]:
                 "title": sources[anchor.citation.source_id].filename,
                 "source_index": anchor.citation.source_index,
                 "file_id": anchor.citation.source_id,
+                **cited_range(anchor.citation),
             },
         }
         for anchor in rendered.anchors

@@ -37,6 +37,7 @@ __all__ = [
     "TextBuilder",
     "appendix_text",
     "citations_by_claim",
+    "cited_range",
     "count_tokens",
     "dumps",
     "layout",
@@ -160,6 +161,20 @@ class TextBuilder:
 class Layout:
     text: str
     anchors: tuple[Anchor, ...]
+
+
+def cited_range(citation: Citation) -> dict[str, Any]:
+    """citewell's annotation fields naming the range of the source a citation cites: the same in
+    every dialect, beside the dialect's own fields."""
+    return {
+        "cited_text": citation.cited_text,
+        "cited_start_index": citation.span.start,
+        "cited_end_index": citation.span.end,
+        "chunk_id": citation.chunk_id,
+        "page_number": citation.page_number,
+        "page_label": citation.page_label,
+        "support": citation.support,
+    }
 
 
 def citations_by_claim(answer: Answer) -> dict[int, list[Citation]]:

@@ -7,8 +7,11 @@ Output: a ``file_search_call`` item (unless nothing was looked up) whose ``resul
 asked for with ``include: ["file_search_call.results"]``, else ``null``) are the retrieved
 passages, then one ``message`` whose ``output_text`` carries one ``file_citation`` per citation:
 OpenAI's ``file_id``, ``filename`` and ``index`` (the end of the cited claim: where a marker
-belongs) plus citewell's ``start_index``/``end_index`` (the claim) and ``source_index`` (the
-number of the source in this answer, from 1).
+belongs) plus citewell's ``start_index``/``end_index`` (the claim), ``source_index`` (the
+number of the source in this answer, from 1) and the cited range of the source:
+``cited_text``, ``cited_start_index``/``cited_end_index`` (code points into the source's
+canonical text, ``GET /v1/sources/{file_id}/text``), ``chunk_id``, ``page_number``,
+``page_label`` and ``support`` (the verifier's score).
 
 The stream follows wire-formats A.7.2 event by event; ``response.completed`` carries exactly what
 ``render_response`` returns for the same answer (the SDK's ``get_final_response()`` reads only
@@ -30,6 +33,7 @@ from citewell.render.common import (
     Ids,
     TextBuilder,
     appendix_text,
+    cited_range,
     dumps,
     layout,
     passage_label,
@@ -335,6 +339,7 @@ def _annotation(anchor: Anchor, source: Source) -> dict[str, Any]:
         "start_index": anchor.start,
         "end_index": anchor.end,
         "source_index": anchor.citation.source_index,
+        **cited_range(anchor.citation),
     }
 
 
