@@ -9,10 +9,11 @@ import anyio
 import pytest
 
 from citewell.config import Settings
-from citewell.engine import ClaimDone, Completed, Engine, Question, Retrieved, TextDelta
+from citewell.engine import ClaimDone, Completed, Engine, Given, Question, Retrieved, TextDelta
 from citewell.generate.base import CitedSentence, Declined, Draft, Evidence, TextPiece
 from citewell.library import Library
-from citewell.model import Agent, Answer, GroundingState, Principal
+from citewell.model import Agent, Answer, GroundingState, Page, Principal, Span
+from tests.generate.samples import Doc, evidence
 
 POLICY = (
     "# Refunds\n\nRefunds are paid within thirty days of the request. "
@@ -327,3 +328,30 @@ def test_a_list_marker_is_layout_not_part_of_the_claim(library: Library) -> None
     claims = [answer.text[c.span.start : c.span.end] for c in answer.claims]
     assert claims == ["Refunds are paid within thirty days.", "Dragons guard it."]
     assert [c.supported for c in answer.claims] == [True, False]
+
+
+def test_given_passages_are_the_evidence_and_nothing_is_retrieved(library: Library) -> None:
+    doc = Doc(["Dragons guard the storeroom at night.", "They sleep by day."], filename="lore.txt")
+    passages = evidence("who guards the storeroom?", [doc]).passages
+    source_id = passages[0].source.id
+    pages = {
+        source_id: (
+            Page(number=1, label="i", span=Span(start=0, end=38), width=600, height=800),
+            Page(number=2, label="ii", span=Span(start=38, end=56), width=600, height=800),
+        )
+    }
+
+    def script(evidence: Evidence) -> list[Draft]:
+        return [CitedSentence("They sleep by day.", (number(evidence, "sleep"),))]
+
+    asked = Question("when do the dragons sleep?", given=Given(passages, pages))
+    events, answer = run(engine_with(library, script), asked)
+    assert events[0] == Retrieved(passages, "when do the dragons sleep?")
+    (citation,) = answer.citations
+    assert (citation.source_id, citation.span, citation.cited_text) == (
+        source_id,
+        Span(start=38, end=56),
+        "They sleep by day.",
+    )
+    assert (citation.page_number, citation.page_label) == (2, "ii")
+    assert answer.grounding is GroundingState.AVAILABLE

@@ -15,7 +15,7 @@ import re
 import secrets
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import anyio.to_thread
@@ -58,6 +58,7 @@ __all__ = [
     "ClaimDone",
     "Completed",
     "Engine",
+    "Given",
     "Question",
     "Retrieved",
     "TextDelta",
@@ -84,6 +85,22 @@ class Question:
     max_passages: int | None = None
     retrieve: bool = True
     """False: answer without looking anything up (grounding 'none')."""
+    given: Given | None = None
+    """Evidence that comes with the question (a request's own documents): nothing is retrieved,
+    and these passages are the evidence, in this order."""
+
+
+@dataclass(frozen=True, slots=True)
+class Given:
+    """Passages a caller supplies instead of retrieval, and the pages of those with pages.
+
+    Their sources need not be stored: citations point into the sources' texts as given
+    (``Chunk.text`` at ``Chunk.span``), with pages from ``pages``.
+    """
+
+    passages: tuple[Passage, ...]
+    pages: Mapping[str, tuple[Page, ...]] = field(default_factory=dict)
+    """Pages by source id, for the sources that have pages."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +178,7 @@ class Engine:
                 f"agent {agent.name!r} names no known generator {agent.generator!r}"
             )
         started = time.perf_counter()
-        passages = await self._retrieve(question, agent, principal) if question.retrieve else ()
+        passages = await self._evidence_passages(question, agent, principal)
         retrieved_at = time.perf_counter()
         yield Retrieved(passages, question.text)
         evidence = build_evidence(
@@ -172,7 +189,7 @@ class Engine:
             instructions=question.instructions,
         )
         writer = _AnswerWriter(
-            evidence, agent, Attribution(evidence, agent, self.verifier, self._pages())
+            evidence, agent, Attribution(evidence, agent, self.verifier, self._pages(question))
         )
         async for event in writer.write(generator.generate(evidence, agent=agent)):
             yield event
@@ -185,6 +202,15 @@ class Engine:
         yield Completed(
             writer.answer(question, agent, timings, self.library.settings.fingerprint())
         )
+
+    async def _evidence_passages(
+        self, question: Question, agent: Agent, principal: Principal
+    ) -> tuple[Passage, ...]:
+        if question.given is not None:
+            return question.given.passages
+        if not question.retrieve:
+            return ()
+        return await self._retrieve(question, agent, principal)
 
     async def _retrieve(
         self, question: Question, agent: Agent, principal: Principal
@@ -204,16 +230,17 @@ class Engine:
         )
         return distinct_passages(found, limit)
 
-    def _pages(self) -> _PageCache:
-        return _PageCache(self.library)
+    def _pages(self, question: Question) -> _PageCache:
+        given = question.given.pages if question.given is not None else {}
+        return _PageCache(self.library, dict(given))
 
 
 class _PageCache:
-    """Pages of cited sources, read once per answer."""
+    """Pages of cited sources, read once per answer (given sources' pages come with them)."""
 
-    def __init__(self, library: Library) -> None:
+    def __init__(self, library: Library, given: dict[str, tuple[Page, ...]]) -> None:
         self._library = library
-        self._pages: dict[str, tuple[Page, ...]] = {}
+        self._pages = given
 
     def __call__(self, source_id: str) -> tuple[Page, ...]:
         if source_id not in self._pages:
