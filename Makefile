@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: run test install lint bench clean llama-wheel llm openai1
+.PHONY: run test install lint bench clean llama-wheel llm openai1 anthropic0 anthropic1
 
 run: install
 	$(BIN)/citewell serve --demo
@@ -54,12 +54,19 @@ $(LLM_STAMP): | llama-wheel
 
 # The real-server tests need .venv-llm. It is set up here only when the llama-cpp-python wheel is
 # already cached (seconds); without the cache (a clean CI machine) they skip, saying why.
-test: install $(if $(wildcard $(WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl),llm) openai1
+test: install $(if $(wildcard $(WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl),llm) openai1 \
+  anthropic0 anthropic1
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 	# The OpenAI SDK tests again with the 1.x client: the client runs in .venv-openai1, which
 	# holds only openai and pytest; the server they start runs on this venv's python.
 	CITEWELL_SERVER_PYTHON=$(CURDIR)/$(BIN)/python $(OPENAI1_VENV)/bin/python -m pytest \
 	  --noconftest tests/e2e/test_openai_sdk.py
+	# The Anthropic SDK tests again with the 0.x and 1.x clients (x-api-key, anthropic-version
+	# 2023-06-01; the main venv's 2.x sends Authorization: Bearer and 2026-10-21).
+	CITEWELL_SERVER_PYTHON=$(CURDIR)/$(BIN)/python $(ANTHROPIC0_VENV)/bin/python -m pytest \
+	  --noconftest tests/e2e/test_anthropic_sdk.py
+	CITEWELL_SERVER_PYTHON=$(CURDIR)/$(BIN)/python $(ANTHROPIC1_VENV)/bin/python -m pytest \
+	  --noconftest tests/e2e/test_anthropic_sdk.py
 
 # The oldest OpenAI SDK the tests hold citewell to, in a venv of its own.
 OPENAI1_VERSION := 1.99.9
@@ -74,5 +81,29 @@ $(OPENAI1_STAMP):
 	rm -f $(OPENAI1_VENV)/.installed-*
 	touch $@
 
+# The older Anthropic SDK majors the tests hold citewell to, each in a venv of its own.
+ANTHROPIC0_VERSION := 0.125.0
+ANTHROPIC0_VENV := .venv-anthropic0
+ANTHROPIC0_STAMP := $(ANTHROPIC0_VENV)/.installed-anthropic-$(ANTHROPIC0_VERSION)
+ANTHROPIC1_VERSION := 1.17.0
+ANTHROPIC1_VENV := .venv-anthropic1
+ANTHROPIC1_STAMP := $(ANTHROPIC1_VENV)/.installed-anthropic-$(ANTHROPIC1_VERSION)
+
+anthropic0: $(ANTHROPIC0_STAMP)
+
+$(ANTHROPIC0_STAMP):
+	test -x $(ANTHROPIC0_VENV)/bin/python || $(PYTHON) -m venv $(ANTHROPIC0_VENV)
+	$(ANTHROPIC0_VENV)/bin/python -m pip install --quiet 'anthropic==$(ANTHROPIC0_VERSION)' 'pytest>=8'
+	rm -f $(ANTHROPIC0_VENV)/.installed-*
+	touch $@
+
+anthropic1: $(ANTHROPIC1_STAMP)
+
+$(ANTHROPIC1_STAMP):
+	test -x $(ANTHROPIC1_VENV)/bin/python || $(PYTHON) -m venv $(ANTHROPIC1_VENV)
+	$(ANTHROPIC1_VENV)/bin/python -m pip install --quiet 'anthropic==$(ANTHROPIC1_VERSION)' 'pytest>=8'
+	rm -f $(ANTHROPIC1_VENV)/.installed-*
+	touch $@
+
 clean:
-	rm -rf $(VENV) $(LLM_VENV) $(OPENAI1_VENV) .pytest_cache
+	rm -rf $(VENV) $(LLM_VENV) $(OPENAI1_VENV) $(ANTHROPIC0_VENV) $(ANTHROPIC1_VENV) .pytest_cache

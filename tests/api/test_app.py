@@ -27,6 +27,11 @@ OPERATIONS = {
     ("POST", "/v1/responses"): "create_response",
     ("GET", "/v1/responses/{response_id}"): "get_response",
     ("POST", "/v1/chat/completions"): "create_chat_completion",
+    ("POST", "/v1/messages"): "create_message",
+    ("POST", "/v1/files"): "upload_file",
+    ("GET", "/v1/files"): "list_files",
+    ("GET", "/v1/files/{file_id}"): "get_file",
+    ("DELETE", "/v1/files/{file_id}"): "delete_file",
     ("GET", "/v1/models"): "list_models",
     ("GET", "/v1/models/{model}"): "get_model",
 }

@@ -1,4 +1,5 @@
-"""Every failure, on every route, is an OpenAI-shaped error body with the right status."""
+"""Every failure, on every route, is an error body of the route's dialect with the right status:
+Anthropic's on ``/v1/messages``, OpenAI's everywhere else."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from citewell.errors import (
     UnsupportedFormat,
 )
 from tests.api.conftest import Response, assert_error
+from tests.api.test_messages import assert_anthropic_error
 
 
 def routes(client: TestClient) -> list[tuple[str, str]]:
@@ -50,10 +52,15 @@ def test_every_route_answers_a_bad_request_in_the_error_shape(client: TestClient
     """Unknown ids in the path, a body that is not what the route wants, a wrong method."""
     for method, path in routes(client):
         bad = bad_request(client, method, path)
+        url = re.sub(r"\{[^}]+\}", "nope", path)
+        if path.startswith("/v1/messages"):
+            if bad is not None:
+                assert_anthropic_error(bad[0], bad[1], "invalid_request_error")
+            assert_anthropic_error(client.request("PATCH", url), 405, "invalid_request_error")
+            continue
         if bad is not None:
             response, status = bad
             assert_error(response, status)
-        url = re.sub(r"\{[^}]+\}", "nope", path)
         assert_error(client.request("PATCH", url), 405, code="method_not_allowed")
 
 

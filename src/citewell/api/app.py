@@ -16,13 +16,24 @@ from starlette.routing import Match
 from starlette.types import Scope
 
 import citewell
-from citewell.api import buckets, chat, health, models, responses, search, sources
+from citewell.api import (
+    buckets,
+    chat,
+    files,
+    health,
+    messages,
+    models,
+    responses,
+    search,
+    sources,
+)
 from citewell.api.errors import install_error_handlers
 from citewell.api.limits import BodyLimit, Limit
 from citewell.config import Settings
 from citewell.engine import Engine
 from citewell.library import Library
 from citewell.model import Agent
+from citewell.store.files import FileStore
 
 __all__ = ["create_app", "serve_app"]
 
@@ -30,6 +41,8 @@ MAX_JSON_BYTES = 1024 * 1024
 """Largest body of any request but an upload; a search request needs a few kilobytes."""
 MULTIPART_ALLOWANCE = 256 * 1024
 """Room for multipart framing and form fields on top of the largest file accepted."""
+MAX_MESSAGES_BYTES = 32 * 1024 * 1024
+"""Largest body of ``POST /v1/messages`` (Anthropic's limit): it may carry PDFs as base64."""
 
 
 def create_app(
@@ -43,6 +56,7 @@ def create_app(
     def open_engine(app: FastAPI, opened: Library) -> None:
         app.state.library = opened
         app.state.engine = Engine.open(opened, agents)
+        app.state.files = FileStore(opened.settings.data_dir / "files")
         app.state.started_at = int(time.time())
 
     @asynccontextmanager
@@ -59,6 +73,7 @@ def create_app(
         finally:
             app.state.library = None
             app.state.engine = None
+            app.state.files = None
             opened.close()
 
     app = FastAPI(
@@ -71,13 +86,17 @@ def create_app(
         generate_unique_id_function=lambda route: route.name,
     )
     install_error_handlers(app)
-    for module in (health, buckets, sources, search, responses, chat, models):
+    for module in (health, buckets, sources, search, responses, chat, messages, models, files):
         app.include_router(module.router)
 
     # The router's own route object: matching needs no lookup in the app's route table.
-    upload_route = next(
-        r for r in sources.router.routes if isinstance(r, APIRoute) and r.name == "upload_source"
-    )
+    upload_routes = [
+        r
+        for module in (sources, files)
+        for r in module.router.routes
+        if isinstance(r, APIRoute) and r.name in ("upload_source", "upload_file")
+    ]
+    messages_route = next(r for r in messages.router.routes if isinstance(r, APIRoute))
     max_file = settings.ingest.max_file_bytes
     upload_limit = Limit(
         max_file + MULTIPART_ALLOWANCE,
@@ -92,9 +111,19 @@ def create_app(
         None,
     )
 
+    messages_limit = Limit(
+        MAX_MESSAGES_BYTES,
+        f"The request body is larger than the limit of {MAX_MESSAGES_BYTES} bytes.",
+        "request_too_large",
+        None,
+    )
+
     def limit_for(scope: Scope) -> Limit:
-        matched, _ = upload_route.matches(scope)
-        return upload_limit if matched is Match.FULL else other_limit
+        if any(route.matches(scope)[0] is Match.FULL for route in upload_routes):
+            return upload_limit
+        if messages_route.matches(scope)[0] is Match.FULL:
+            return messages_limit
+        return other_limit
 
     app.add_middleware(BodyLimit, limit_for=limit_for)
     return app

@@ -1,15 +1,26 @@
-"""The one place where exceptions become HTTP responses, all in OpenAI's error shape.
+"""The one place where exceptions become HTTP responses, in the shape of the caller's dialect.
+
+OpenAI's, everywhere but on Anthropic's routes:
 
     {"error": {"message": "...", "type": "invalid_request_error", "param": "slug",
                "code": "invalid_value"}}
 
 ``type`` is ``invalid_request_error`` for everything the caller or the input can fix (4xx) and
 ``server_error`` for the rest (5xx), so the OpenAI SDKs raise their usual exception classes.
+
+Anthropic's on ``/v1/messages`` (and on ``/v1/files`` when the request carries an
+``anthropic-version`` header), with a ``request-id`` header:
+
+    {"type": "error", "error": {"type": "not_found_error", "message": "..."},
+     "request_id": "req_..."}
+
+where ``type`` follows the status (``ANTHROPIC_TYPES``), as the Anthropic SDKs expect.
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +28,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.types import Scope
 
 from citewell.errors import (
     CitewellError,
@@ -35,7 +47,15 @@ from citewell.errors import (
     UnsupportedFormat,
 )
 
-__all__ = ["ERROR_STATUS", "error_response", "install_error_handlers"]
+__all__ = [
+    "ANTHROPIC_TYPES",
+    "ERROR_STATUS",
+    "anthropic_error_response",
+    "error_response",
+    "install_error_handlers",
+    "is_anthropic",
+    "request_id",
+]
 
 logger = logging.getLogger("citewell.api")
 
@@ -77,6 +97,73 @@ _VALIDATION_CODES = {
 }
 
 
+ANTHROPIC_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+"""Anthropic's ``error.type`` per status; other 4xx are ``invalid_request_error``, other 5xx
+``api_error``."""
+
+_ANTHROPIC_PATHS = ("/v1/messages",)
+_DIALECT_PATHS = ("/v1/files",)
+"""Shared with another dialect: Anthropic's when the request says ``anthropic-version``."""
+
+
+def _under(path: str, prefixes: tuple[str, ...]) -> bool:
+    return any(path == p or path.startswith(p + "/") for p in prefixes)
+
+
+def is_anthropic(scope: Scope) -> bool:
+    """Whether a request speaks Anthropic's dialect, and so gets Anthropic's error shape."""
+    path = scope.get("path", "")
+    if _under(path, _ANTHROPIC_PATHS):
+        return True
+    return _under(path, _DIALECT_PATHS) and any(
+        name == b"anthropic-version" for name, _ in scope.get("headers", ())
+    )
+
+
+def request_id(scope: Scope) -> str:
+    """The id of this request (``req_…``), made once and kept in the request's state."""
+    state = scope.setdefault("state", {})
+    if "request_id" not in state:
+        state["request_id"] = f"req_{secrets.token_hex(12)}"
+    value: str = state["request_id"]
+    return value
+
+
+def anthropic_error_response(
+    scope: Scope, status: int, message: str, *, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    kind = ANTHROPIC_TYPES.get(status) or ("api_error" if status >= 500 else INVALID)
+    rid = request_id(scope)
+    body = {"type": "error", "error": {"type": kind, "message": message}, "request_id": rid}
+    return JSONResponse(body, status_code=status, headers={**(headers or {}), "request-id": rid})
+
+
+def _respond(
+    request: Request,
+    status: int,
+    message: str,
+    *,
+    type_: str | None = None,
+    param: str | None = None,
+    code: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    if is_anthropic(request.scope):
+        return anthropic_error_response(request.scope, status, message, headers=headers)
+    return error_response(status, message, type_=type_, param=param, code=code, headers=headers)
+
+
 def error_response(
     status: int,
     message: str,
@@ -105,24 +192,29 @@ def _citewell_error(request: Request, exc: Exception) -> JSONResponse:
     if isinstance(exc, GeneratorError):
         # The generator already retried as its settings say: the SDKs must not retry again.
         logger.warning("%s %s: generator failed: %s", request.method, request.url.path, exc.message)
-        return error_response(
-            status, exc.message, type_=type_, code=code, headers={"x-should-retry": "false"}
+        return _respond(
+            request,
+            status,
+            exc.message,
+            type_=type_,
+            code=code,
+            headers={"x-should-retry": "false"},
         )
     if status >= 500 and not isinstance(exc, StoreError):
         # Configuration problems are the operator's to read in the log, not the caller's.
         logger.error("%s %s failed: %s", request.method, request.url.path, exc.message)
-        return error_response(status, GENERIC_MESSAGE, type_=type_)
+        return _respond(request, status, GENERIC_MESSAGE, type_=type_)
     param = getattr(exc, "param", None)
     if isinstance(exc, IngestError):
         param = "file"
-    return error_response(status, exc.message, type_=type_, param=param, code=code)
+    return _respond(request, status, exc.message, type_=type_, param=param, code=code)
 
 
 def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors: Sequence[Any] = exc.errors()
     if not errors:
-        return error_response(400, "The request is invalid.", code="invalid_value")
+        return _respond(request, 400, "The request is invalid.", code="invalid_value")
     first = errors[0]
     kind = str(first.get("type", ""))
     loc = tuple(first.get("loc", ()))
@@ -130,16 +222,16 @@ def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     if kind == "json_invalid":
         detail = first.get("ctx", {}).get("error", "")
         message = f"The request body is not valid JSON: {detail}.".replace(": .", ".")
-        return error_response(400, message, code="invalid_json")
+        return _respond(request, 400, message, code="invalid_json")
     if kind == "missing" and param is None:
-        return error_response(400, "A JSON request body is required.", code="missing_body")
+        return _respond(request, 400, "A JSON request body is required.", code="missing_body")
     message = str(first.get("msg", "Invalid value"))
     if param is not None:
         message = f"Invalid '{param}': {message}."
     if len(errors) > 1:
         message += f" ({len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
-    return error_response(
-        400, message, param=param, code=_VALIDATION_CODES.get(kind, "invalid_value")
+    return _respond(
+        request, 400, message, param=param, code=_VALIDATION_CODES.get(kind, "invalid_value")
     )
 
 
@@ -162,7 +254,8 @@ def _http_error(request: Request, exc: Exception) -> JSONResponse:
         message = f"Method {request.method} is not allowed on {request.url.path}."
     else:
         message = str(exc.detail).rstrip(".") + "."
-    return error_response(
+    return _respond(
+        request,
         exc.status_code,
         message,
         code=_HTTP_CODES.get(exc.status_code),
@@ -173,7 +266,7 @@ def _http_error(request: Request, exc: Exception) -> JSONResponse:
 def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
     # Never show a traceback to the caller: it may hold paths, queries or document text.
     logger.error("%s %s failed", request.method, request.url.path, exc_info=exc)
-    return error_response(500, GENERIC_MESSAGE, type_=SERVER)
+    return _respond(request, 500, GENERIC_MESSAGE, type_=SERVER)
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from citewell.api.errors import error_response
+from citewell.api.errors import anthropic_error_response, error_response, is_anthropic
 
 __all__ = ["BodyLimit", "Limit"]
 
@@ -97,7 +97,10 @@ async def _refuse(
                 break
             drained += len(message.get("body", b""))
             more = message.get("more_body", False)
-    response = error_response(413, limit.message, param=limit.param, code=limit.code)
+    if is_anthropic(scope):
+        response = anthropic_error_response(scope, 413, limit.message)
+    else:
+        response = error_response(413, limit.message, param=limit.param, code=limit.code)
     response.headers["Connection"] = "close"
     await response(scope, receive, send)
 

@@ -1,0 +1,139 @@
+"""The Files API in Anthropic's shapes, and files named in document blocks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.api.conftest import assert_error
+from tests.api.test_messages import GRASS, NEW, assert_anthropic_error, cited, message
+
+
+def upload(client: TestClient, name: str, data: bytes, kind: str | None = None) -> dict[str, Any]:
+    file = (name, data) if kind is None else (name, data, kind)
+    response = client.post("/v1/files", files={"file": file}, headers=NEW)
+    assert response.status_code == 200, response.text
+    assert response.headers["request-id"].startswith("req_")
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def test_an_uploaded_file_is_described_listed_and_deleted(client: TestClient) -> None:
+    made = upload(client, "notes.txt", GRASS.encode())
+    assert set(made) == {
+        "id",
+        "type",
+        "filename",
+        "mime_type",
+        "size_bytes",
+        "created_at",
+        "downloadable",
+    }
+    assert made["id"].startswith("file_") and len(made["id"]) == 29
+    assert (made["type"], made["filename"], made["mime_type"]) == (
+        "file",
+        "notes.txt",
+        "text/plain",
+    )
+    assert (made["size_bytes"], made["downloadable"]) == (len(GRASS.encode()), False)
+    assert client.get(f"/v1/files/{made['id']}", headers=NEW).json() == made
+    listed = client.get("/v1/files", headers=NEW).json()
+    assert listed == {
+        "data": [made],
+        "has_more": False,
+        "first_id": made["id"],
+        "last_id": made["id"],
+        "next_page": None,
+    }
+    deleted = client.delete(f"/v1/files/{made['id']}", headers=NEW)
+    assert deleted.json() == {"id": made["id"], "type": "file_deleted"}
+    response = client.get(f"/v1/files/{made['id']}", headers=NEW)
+    assert_anthropic_error(response, 404, "not_found_error")
+
+
+def test_errors_without_anthropic_version_keep_openais_shape(client: TestClient) -> None:
+    assert_error(client.get("/v1/files/file_000000000000000000000000"), 404)
+
+
+def test_a_text_file_is_cited_by_characters_with_its_file_id(client: TestClient) -> None:
+    file_id = upload(client, "notes.txt", GRASS.encode())["id"]
+    document = {
+        "type": "document",
+        "source": {"type": "file", "file_id": file_id},
+        "citations": {"enabled": True},
+    }
+    content = [document, {"type": "text", "text": "What color is the sky?"}]
+    body = message(
+        client.post(
+            "/v1/messages",
+            json={
+                "model": "citewell-agent",
+                "max_tokens": 50,
+                "messages": [{"role": "user", "content": content}],
+            },
+            headers=NEW,
+        )
+    )
+    (citation,) = cited(body)
+    assert citation["type"] == "char_location" and citation["file_id"] == file_id
+    assert GRASS[citation["start_char_index"] : citation["end_char_index"]] == "The sky is blue."
+
+
+def test_a_pdf_file_is_cited_by_page(client: TestClient, documents: Path) -> None:
+    data = (documents / "pdf_text" / "multi_page.pdf").read_bytes()
+    made = upload(client, "multi_page.pdf", data, "application/octet-stream")
+    assert made["mime_type"] == "application/pdf"
+    document = {
+        "type": "document",
+        "source": {"type": "file", "file_id": made["id"]},
+        "title": "History",
+        "citations": {"enabled": True},
+    }
+    content = [document, {"type": "text", "text": "What did LaTeX gain among academics?"}]
+    body = message(
+        client.post(
+            "/v1/messages",
+            json={
+                "model": "citewell-agent",
+                "max_tokens": 50,
+                "messages": [{"role": "user", "content": content}],
+            },
+        )
+    )
+    first = cited(body)[0]
+    assert (first["type"], first["file_id"], first["document_title"]) == (
+        "page_location",
+        made["id"],
+        "History",
+    )
+    assert (first["start_page_number"], first["end_page_number"]) == (3, 4)
+
+
+def test_an_unknown_file_id_in_a_document_is_not_found(client: TestClient) -> None:
+    document = {"type": "document", "source": {"type": "file", "file_id": "file_nope"}}
+    content = [document, {"type": "text", "text": "?"}]
+    response = client.post(
+        "/v1/messages",
+        json={
+            "model": "citewell-agent",
+            "max_tokens": 5,
+            "messages": [{"role": "user", "content": content}],
+        },
+    )
+    assert_anthropic_error(response, 404, "not_found_error")
+
+
+def test_the_sdk_files_api_round_trips(client: TestClient) -> None:
+    sdk = anthropic.Anthropic(api_key="k", base_url=str(client.base_url), http_client=client)
+    made = sdk.files.upload(file=("a.txt", GRASS.encode(), "text/plain"))
+    assert (made.type, made.filename, made.size_bytes) == ("file", "a.txt", len(GRASS))
+    assert sdk.files.retrieve_metadata(made.id) == made
+    assert [f.id for f in sdk.files.list()] == [made.id]
+    assert [f.id for f in sdk.beta.files.list()] == [made.id]
+    assert sdk.files.delete(made.id).id == made.id
+    with pytest.raises(anthropic.NotFoundError):
+        sdk.files.retrieve_metadata(made.id)
