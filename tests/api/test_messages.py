@@ -312,6 +312,32 @@ def test_malformed_requests_are_invalid_in_anthropics_shape(
     assert_anthropic_error(response, 400, "invalid_request_error")
 
 
+@pytest.mark.parametrize(
+    ("block", "param", "words"),
+    [
+        ({"type": "video"}, "messages[0].content[0]", "Input tag 'video'"),
+        (
+            {"type": "document", "source": {"type": "blob", "data": "x"}},
+            "messages[0].content[0].document.source",
+            "Input tag 'blob'",
+        ),
+    ],
+)
+def test_an_unknown_block_type_is_named_in_the_error(
+    client: TestClient, block: dict[str, Any], param: str, words: str
+) -> None:
+    response = client.post(
+        "/v1/messages",
+        json={
+            "model": "citewell-agent",
+            "max_tokens": 5,
+            "messages": [{"role": "user", "content": [block]}],
+        },
+    )
+    message = assert_anthropic_error(response, 400, "invalid_request_error")
+    assert message.startswith(f"Invalid '{param}': {words} found using 'type'")
+
+
 def test_invalid_json_is_invalid_in_anthropics_shape(client: TestClient) -> None:
     response = client.post(
         "/v1/messages", content=b"{not json", headers={"content-type": "application/json"}

@@ -215,7 +215,9 @@ def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     errors: Sequence[Any] = exc.errors()
     if not errors:
         return _respond(request, 400, "The request is invalid.", code="invalid_value")
-    first = errors[0]
+    # Where a value may take several shapes ("a string or a list of blocks"), pydantic reports
+    # one error per shape; the deepest names the real mistake ("an unknown block type").
+    first = max(errors, key=lambda error: len(_path(error.get("loc", ()))))
     kind = str(first.get("type", ""))
     loc = tuple(first.get("loc", ()))
     param = _param(loc)
@@ -241,9 +243,22 @@ def _param(loc: Sequence[Any]) -> str | None:
     The first element says where the value came from (body, query, path, form, header).
     """
     parts = ""
-    for item in loc[1:]:
+    for item in _path(loc)[1:]:
         parts += f"[{item}]" if isinstance(item, int) else f".{item}" if parts else str(item)
     return parts or None
+
+
+def _path(loc: Sequence[Any]) -> tuple[Any, ...]:
+    """The location without pydantic's names of union branches (``constrained-str``,
+    ``list[...]``), which are no part of the request."""
+    return tuple(
+        item
+        for item in loc
+        if not (isinstance(item, str) and ("[" in item or item in _BRANCH_NAMES))
+    )
+
+
+_BRANCH_NAMES = {"constrained-str", "str", "int", "float", "bool", "list", "dict", "none"}
 
 
 def _http_error(request: Request, exc: Exception) -> JSONResponse:
