@@ -5,7 +5,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: run test install lint bench clean llama-wheel llm openai1 anthropic0 anthropic1
+OLD_SDKS := openai1 anthropic0 anthropic1
+OLD_SDK_RUN := CITEWELL_SERVER_PYTHON=$(CURDIR)/$(BIN)/python
+
+.PHONY: run test install lint bench clean llama-wheel llm $(OLD_SDKS)
 
 run: install
 	$(BIN)/citewell serve --demo
@@ -54,56 +57,26 @@ $(LLM_STAMP): | llama-wheel
 
 # The real-server tests need .venv-llm. It is set up here only when the llama-cpp-python wheel is
 # already cached (seconds); without the cache (a clean CI machine) they skip, saying why.
-test: install $(if $(wildcard $(WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl),llm) openai1 \
-  anthropic0 anthropic1
+# The SDK end-to-end files run again with older SDK releases, each in a venv holding only that
+# SDK and pytest; the server they start runs on the main venv's python.
+test: install $(if $(wildcard $(WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl),llm) $(OLD_SDKS)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
-	# The OpenAI SDK tests again with the 1.x client: the client runs in .venv-openai1, which
-	# holds only openai and pytest; the server they start runs on this venv's python.
-	CITEWELL_SERVER_PYTHON=$(CURDIR)/$(BIN)/python $(OPENAI1_VENV)/bin/python -m pytest \
-	  --noconftest tests/e2e/test_openai_sdk.py
-	# The Anthropic SDK tests again with the 0.x and 1.x clients (x-api-key, anthropic-version
-	# 2023-06-01; the main venv's 2.x sends Authorization: Bearer and 2026-10-21).
-	CITEWELL_SERVER_PYTHON=$(CURDIR)/$(BIN)/python $(ANTHROPIC0_VENV)/bin/python -m pytest \
-	  --noconftest tests/e2e/test_anthropic_sdk.py
-	CITEWELL_SERVER_PYTHON=$(CURDIR)/$(BIN)/python $(ANTHROPIC1_VENV)/bin/python -m pytest \
-	  --noconftest tests/e2e/test_anthropic_sdk.py
+	$(OLD_SDK_RUN) .venv-openai1/bin/python -m pytest --noconftest tests/e2e/test_openai_sdk.py
+	$(OLD_SDK_RUN) .venv-anthropic0/bin/python -m pytest --noconftest tests/e2e/test_anthropic_sdk.py
+	$(OLD_SDK_RUN) .venv-anthropic1/bin/python -m pytest --noconftest tests/e2e/test_anthropic_sdk.py
 
-# The oldest OpenAI SDK the tests hold citewell to, in a venv of its own.
-OPENAI1_VERSION := 1.99.9
-OPENAI1_VENV := .venv-openai1
-OPENAI1_STAMP := $(OPENAI1_VENV)/.installed-openai-$(OPENAI1_VERSION)
-
-openai1: $(OPENAI1_STAMP)
-
-$(OPENAI1_STAMP):
-	test -x $(OPENAI1_VENV)/bin/python || $(PYTHON) -m venv $(OPENAI1_VENV)
-	$(OPENAI1_VENV)/bin/python -m pip install --quiet 'openai==$(OPENAI1_VERSION)' 'pytest>=8'
-	rm -f $(OPENAI1_VENV)/.installed-*
-	touch $@
-
-# The older Anthropic SDK majors the tests hold citewell to, each in a venv of its own.
-ANTHROPIC0_VERSION := 0.125.0
-ANTHROPIC0_VENV := .venv-anthropic0
-ANTHROPIC0_STAMP := $(ANTHROPIC0_VENV)/.installed-anthropic-$(ANTHROPIC0_VERSION)
-ANTHROPIC1_VERSION := 1.17.0
-ANTHROPIC1_VENV := .venv-anthropic1
-ANTHROPIC1_STAMP := $(ANTHROPIC1_VENV)/.installed-anthropic-$(ANTHROPIC1_VERSION)
-
-anthropic0: $(ANTHROPIC0_STAMP)
-
-$(ANTHROPIC0_STAMP):
-	test -x $(ANTHROPIC0_VENV)/bin/python || $(PYTHON) -m venv $(ANTHROPIC0_VENV)
-	$(ANTHROPIC0_VENV)/bin/python -m pip install --quiet 'anthropic==$(ANTHROPIC0_VERSION)' 'pytest>=8'
-	rm -f $(ANTHROPIC0_VENV)/.installed-*
-	touch $@
-
-anthropic1: $(ANTHROPIC1_STAMP)
-
-$(ANTHROPIC1_STAMP):
-	test -x $(ANTHROPIC1_VENV)/bin/python || $(PYTHON) -m venv $(ANTHROPIC1_VENV)
-	$(ANTHROPIC1_VENV)/bin/python -m pip install --quiet 'anthropic==$(ANTHROPIC1_VERSION)' 'pytest>=8'
-	rm -f $(ANTHROPIC1_VENV)/.installed-*
-	touch $@
+# $(call old_sdk,NAME,PACKAGE,VERSION): a target NAME that makes .venv-NAME hold PACKAGE==VERSION.
+define old_sdk
+$(1): .venv-$(1)/.installed-$(2)-$(3)
+.venv-$(1)/.installed-$(2)-$(3):
+	test -x .venv-$(1)/bin/python || $(PYTHON) -m venv .venv-$(1)
+	.venv-$(1)/bin/python -m pip install --quiet '$(2)==$(3)' 'pytest>=8'
+	rm -f .venv-$(1)/.installed-*
+	touch $$@
+endef
+$(eval $(call old_sdk,openai1,openai,1.99.9))
+$(eval $(call old_sdk,anthropic0,anthropic,0.125.0))
+$(eval $(call old_sdk,anthropic1,anthropic,1.17.0))
 
 clean:
-	rm -rf $(VENV) $(LLM_VENV) $(OPENAI1_VENV) $(ANTHROPIC0_VENV) $(ANTHROPIC1_VENV) .pytest_cache
+	rm -rf $(VENV) $(LLM_VENV) $(addprefix .venv-,$(OLD_SDKS)) .pytest_cache
