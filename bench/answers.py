@@ -40,12 +40,8 @@ import itertools
 import json
 import os
 import pickle
-import queue
 import re
 import shutil
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -343,61 +339,25 @@ def answer_all(askers: Sequence[Asker], questions: Sequence[str]) -> list[list[O
 
 @contextmanager
 def serving(settings: Settings, *, timeout: float = 600) -> Iterator[str]:
-    """``citewell serve --port 0`` on the bench's store and settings, in a subprocess: yields its
-    URL once it prints "citewell is serving at", and stops it afterwards.
+    """``citewell serve --port 0`` on the bench's store and settings (``citewell.evaluate``'s
+    ``serving``): yields its URL, and stops it afterwards.
 
     The server reads the bench's retrieval settings (embedder, threads, ...) as
     ``CITEWELL_RETRIEVE__*`` variables, replacing any in the environment, so it answers as
     ``Engine.ask`` does in process.
     """
+    from citewell.evaluate.runner import serving as serve
+
     env = {k: v for k, v in os.environ.items() if not k.startswith("CITEWELL_RETRIEVE__")}
     for key, value in settings.retrieve.model_dump(mode="json").items():
         if value is not None:
             env[f"CITEWELL_RETRIEVE__{key.upper()}"] = str(value)
-    command = [
-        str(Path(sys.executable).with_name("citewell")),
-        "serve",
-        "--port",
-        "0",
-        "--data-dir",
-        str(settings.data_dir),
-    ]
-    process = subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    lines: queue.Queue[str | None] = queue.Queue()
-
-    def read() -> None:  # drains the pipe for the server's whole life, so it never blocks
-        assert process.stdout is not None
-        for line in process.stdout:
-            lines.put(line)
-        lines.put(None)
-
-    threading.Thread(target=read, daemon=True).start()
-    try:
-        seen: list[str] = []
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
-            except queue.Empty:
-                raise SystemExit(
-                    f"citewell serve printed no URL in {timeout:.0f} s:\n{''.join(seen)}"
-                ) from None
-            if line is None:
-                raise SystemExit(f"citewell serve exited:\n{''.join(seen)}")
-            seen.append(line)
-            found = re.search(r"citewell is serving at (\S+)", line)
-            if found:
-                break
-        yield found.group(1)
-    finally:
-        process.terminate()
+    with ExitStack() as stack:
         try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+            url = stack.enter_context(serve(settings.data_dir, env=env, timeout=timeout))
+        except RuntimeError as exc:  # the server did not start
+            raise SystemExit(str(exc)) from exc
+        yield url
 
 
 # metrics -----------------------------------------------------------------------------------

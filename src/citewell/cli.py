@@ -33,6 +33,7 @@ import citewell
 from citewell.cite.locator import locator_label, source_label
 from citewell.config import Settings
 from citewell.errors import CitewellError, ConfigError, NotFound, StoreError
+from citewell.evaluate.loaders import LOADERS
 from citewell.model import MetadataValue, RetrievalMode, SearchRequest
 
 if TYPE_CHECKING:
@@ -512,3 +513,103 @@ class _AnnouncingServer(uvicorn.Server):
             host, port = self.config.host, self.servers[0].sockets[0].getsockname()[1]
             shown = f"[{host}]" if ":" in host else host
             click.echo(f"citewell is serving at http://{shown}:{port}")
+
+
+@main.command("eval")
+@click.argument("dataset", type=click.Choice(sorted(LOADERS)))
+@click.option(
+    "--path",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="The data set's folder. [default: its folder under CITEWELL_EVALDATA_DIR]",
+)
+@click.option("--split", default="dev", show_default=True, help="Which files of the folder.")
+@click.option("--limit", type=click.IntRange(0), default=0, help="First N questions per language.")
+@click.option("--language", help="Only the questions in this language (en, es, zh).")
+@click.option(
+    "--surface",
+    type=click.Choice(["responses", "chat", "messages"]),
+    default="responses",
+    show_default=True,
+    help="The API the questions are asked through, with its official SDK.",
+)
+@click.option("--url", help="A running server. [default: start one on a fresh data folder]")
+@click.option("--api-key", envvar="CITEWELL_API_KEY", default="citewell", help="Key sent.")
+@click.option("--generator", default="extractive", show_default=True, help="Generator to run.")
+@click.option("--model", default="citewell-agent", show_default=True, help="Agent asked.")
+@click.option("--json", "json_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path))
+def eval_(
+    dataset: str,
+    path: Path | None,
+    split: str,
+    limit: int,
+    language: str | None,
+    surface: str,
+    url: str | None,
+    api_key: str,
+    generator: str,
+    model: str,
+    json_file: Path | None,
+    html_file: Path | None,
+) -> None:
+    """Run DATASET through a server and report retrieval, citation, refusal and answer figures
+    per language, with 95% confidence intervals."""
+    from citewell.evaluate.loaders import load
+    from citewell.evaluate.report import html_page, summary
+    from citewell.evaluate.runner import evaluate
+
+    if url is None and generator != "extractive":
+        raise click.UsageError(
+            "a server started by `citewell eval` answers with its default agent (extractive); "
+            "serve one configured for this generator and pass --url"
+        )
+    if path is None:
+        root = os.environ.get("CITEWELL_EVALDATA_DIR")
+        if not root:
+            raise click.UsageError("give --path, or set CITEWELL_EVALDATA_DIR")
+        path = Path(root) / LOADERS[dataset][0]
+    try:
+        data = load(dataset, path, split).select(limit=limit, language=language)
+    except (OSError, KeyError, ValueError) as exc:
+        raise RequestFailed(f"cannot read {dataset} from {path}: {exc}") from exc
+    meta = {
+        "dataset": dataset,
+        "path": str(path),
+        "split": split,
+        "limit": limit,
+        "language": language,
+        "generator": generator,
+        "model": model,
+        "url": url,
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "citewell": citewell.__version__,
+    }
+    bars: dict[str, tqdm[Any]] = {}
+
+    def progress(stage: str, done: int, total: int) -> None:
+        bar = bars.setdefault(stage, tqdm(total=total, desc=stage, file=sys.stderr, leave=False))
+        bar.update(done - bar.n)
+
+    try:
+        report = evaluate(
+            data,
+            surface=surface,  # type: ignore[arg-type]
+            url=url,
+            api_key=api_key,
+            model=model,
+            meta=meta,
+            progress=progress,
+        )
+    except (ValueError, RuntimeError, OSError) as exc:
+        raise RequestFailed(str(exc)) from exc
+    finally:
+        for bar in bars.values():
+            bar.close()
+    if json_file:
+        json_file.write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
+    if html_file:
+        html_file.write_text(html_page(report), encoding="utf-8")
+    click.echo(f"{dataset} ({split}): {len(data.cases)} questions, {surface} surface")
+    click.echo(summary(report))
+    if report["errors"]:
+        click.echo(f"{report['errors']} questions failed; see the JSON report", err=True)

@@ -157,11 +157,11 @@ class Engine:
     def open(cls, library: Library, agents: Sequence[Agent] | None = None) -> Engine:
         """The engine of a library, with every registered generator; by default one agent, the
         default ``citewell-agent``."""
-        from citewell.cite.verify import LexicalVerifier
+        from citewell.cite.verify import CalibratedVerifier
         from citewell.generate import open_generators
 
         generators = open_generators(library.settings)
-        return cls(library, generators, LexicalVerifier(), agents or (Agent(),))
+        return cls(library, generators, CalibratedVerifier(), agents or (Agent(),))
 
     async def ask(self, question: Question, *, agent: Agent, principal: Principal) -> Answer:
         async for event in self.stream(question, agent=agent, principal=principal):

@@ -347,7 +347,11 @@ class Agent(_Model):
         default=5, ge=1, le=50, description="Most sources cited in one answer."
     )
     support_threshold: float = Field(
-        default=0.5, ge=0, le=1, description="Least support score a citation needs to be kept."
+        default=0.4,
+        ge=0,
+        le=1,
+        description="Least support score a citation needs to be kept (the default is the "
+        "threshold the default verifier was calibrated at).",
     )
     strict: bool = Field(
         default=False,

@@ -10,6 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from citewell.api import create_app
+from citewell.cite.verify import CalibratedVerifier
 from citewell.config import Settings
 from citewell.errors import GeneratorTimeout, GeneratorUnavailable
 from citewell.generate.base import Declined, Draft, Evidence, TextPiece
@@ -23,6 +24,13 @@ POLICY = (
 WARRANTY = "Every bicycle carries a two-year warranty on its frame."
 ANSWER = "Refunds are paid within thirty days. Every bicycle carries a two-year warranty."
 FIRST, SECOND = "Refunds are paid within thirty days.", "Every bicycle carries a two-year warranty."
+
+
+def support(claim: str, cited: str) -> float:
+    """The support score an annotation reports for ``claim`` citing ``cited`` (4 decimals)."""
+    return round(CalibratedVerifier().support(claim, [cited], language="en"), 4)
+
+
 AGENTS = (
     Agent(),
     Agent(name="scripted", generator="scripted"),

@@ -16,6 +16,7 @@ from tests.api.answering import (
     answering,
     scripted,
     sse,
+    support,
 )
 from tests.api.conftest import assert_error
 
@@ -80,7 +81,7 @@ def test_a_completion_cites_with_url_citations_and_lists_its_sources(
                                 "chunk_id": chunk_of(ids["policy.md"]),
                                 "page_number": None,
                                 "page_label": None,
-                                "support": 1.0,
+                                "support": support(FIRST, refunds),
                             },
                         },
                         {
@@ -98,7 +99,7 @@ def test_a_completion_cites_with_url_citations_and_lists_its_sources(
                                 "chunk_id": chunk_of(ids["warranty.txt"]),
                                 "page_number": None,
                                 "page_label": None,
-                                "support": 1.0,
+                                "support": support(SECOND, WARRANTY),
                             },
                         },
                     ],

@@ -17,6 +17,7 @@ from tests.api.answering import (
     answering,
     scripted,
     sse,
+    support,
 )
 from tests.api.conftest import assert_error
 
@@ -85,7 +86,7 @@ def test_an_answer_is_a_response_with_a_search_and_a_cited_message(answering: Te
                         "chunk_id": chunk_of(sources["policy.md"]),
                         "page_number": None,
                         "page_label": None,
-                        "support": 1.0,
+                        "support": support(FIRST, refunds),
                     },
                     {
                         "type": "file_citation",
@@ -101,7 +102,7 @@ def test_an_answer_is_a_response_with_a_search_and_a_cited_message(answering: Te
                         "chunk_id": chunk_of(sources["warranty.txt"]),
                         "page_number": None,
                         "page_label": None,
-                        "support": 1.0,
+                        "support": support(SECOND, WARRANTY),
                     },
                 ],
             }

@@ -17,16 +17,9 @@ from __future__ import annotations
 
 import base64
 import functools
-import importlib.util
 import json
-import os
 import re
-import socket
 import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,10 +27,17 @@ from typing import Any
 import anthropic
 import pytest
 
+from tests.e2e.sdk_harness import (
+    REPO,
+    evaldata,
+    http,
+    multi_page_pdf,
+    running_server,
+    server_python,
+)
+
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
-HANDBOOK = REPO / "src" / "citewell" / "demo" / "documents" / "bike-coop-handbook.md"
 SDK_MAJOR = int(anthropic.__version__.split(".")[0])
 AGENT = "citewell-agent"
 OLD, NEW = "2023-06-01", "2026-10-21"
@@ -87,93 +87,10 @@ RATE_ANSWER = "Rate limits: the API allows one thousand requests per hour per ke
 
 
 # -- the server ------------------------------------------------------------------------------------
-def server_python() -> str:
-    explicit = os.environ.get("CITEWELL_SERVER_PYTHON")
-    if explicit:
-        return explicit
-    if importlib.util.find_spec("citewell") is not None:
-        return sys.executable
-    return str(REPO / ".venv" / "bin" / "python")
-
-
-def evaldata() -> Path:
-    return Path(os.environ.get("CITEWELL_EVALDATA_DIR", REPO.parent / "shared" / "evaldata"))
-
-
-def multi_page_pdf() -> Path:
-    return evaldata() / "documents" / "pdf_text" / "multi_page.pdf"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def http(
-    method: str,
-    url: str,
-    body: bytes | None = None,
-    headers: dict[str, str] | None = None,
-    timeout: float = 60,
-) -> tuple[int, dict[str, str], bytes]:
-    """One plain HTTP exchange (urllib: the SDK venvs hold no other client for sure)."""
-    request = urllib.request.Request(url, data=body, headers=headers or {}, method=method)
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, dict(response.headers), response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), error.read()
-
-
-def upload(url: str, path: Path) -> dict[str, Any]:
-    boundary = "citewell-e2e-boundary"
-    head = (
-        f"--{boundary}\r\n"
-        f'Content-Disposition: form-data; name="file"; filename="{path.name}"\r\n'
-        "Content-Type: application/octet-stream\r\n\r\n"
-    )
-    body = head.encode() + path.read_bytes() + f"\r\n--{boundary}--\r\n".encode()
-    headers = {"content-type": f"multipart/form-data; boundary={boundary}"}
-    status, _, data = http("POST", url, body, headers)
-    assert status == 201, data
-    created: dict[str, Any] = json.loads(data)
-    return created
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """One server for the module; its bucket holds the co-op handbook and a 5-page PDF."""
-    folder = tmp_path_factory.mktemp("anthropic-sdk")
-    port, log = free_port(), folder / "server.log"
-    url = f"http://127.0.0.1:{port}"
-    script = Path(__file__).with_name("sdk_server.py")
-    with log.open("w") as sink:
-        process = subprocess.Popen(
-            [server_python(), str(script), str(folder / "data"), str(port)],
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert process.poll() is None, f"the server exited:\n{log.read_text()}"
-            assert time.monotonic() < deadline, f"the server did not start:\n{log.read_text()}"
-            try:
-                if http("GET", f"{url}/healthz", timeout=1)[0] == 200:
-                    break
-            except OSError:
-                time.sleep(0.2)
-        headers = {"content-type": "application/json"}
-        status, _, data = http("POST", f"{url}/v1/buckets", b'{"slug": "coop"}', headers)
-        assert status == 201, data
-        for path in (HANDBOOK, multi_page_pdf()):
-            upload(f"{url}/v1/buckets/coop/sources", path)
+    with running_server(tmp_path_factory.mktemp("anthropic-sdk")) as url:
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")

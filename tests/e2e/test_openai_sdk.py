@@ -12,24 +12,17 @@ the documents do not answer), ``none`` (``tool_choice="none"``: nothing is looke
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import openai
 import pytest
 
+from tests.e2e.sdk_harness import HANDBOOK, running_server
+
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
-HANDBOOK = REPO / "src" / "citewell" / "demo" / "documents" / "bike-coop-handbook.md"
 MEMBERSHIP = "How much does membership cost?"
 MEMBERSHIP_ANSWER = (
     "Membership costs 40 euros a year, or 15 euros for students and people on a low income."
@@ -43,60 +36,10 @@ APPENDIX = {"sources_appendix": "include"}
 SDK_MAJOR = int(openai.__version__.split(".")[0])
 
 
-def server_python() -> str:
-    explicit = os.environ.get("CITEWELL_SERVER_PYTHON")
-    if explicit:
-        return explicit
-    if importlib.util.find_spec("citewell") is not None:
-        return sys.executable
-    return str(REPO / ".venv" / "bin" / "python")
-
-
-def evaldata() -> Path:
-    return Path(os.environ.get("CITEWELL_EVALDATA_DIR", REPO.parent / "shared" / "evaldata"))
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """One server for the module, holding the co-op handbook (Markdown) and a 5-page PDF."""
-    folder = tmp_path_factory.mktemp("sdk")
-    port, log = free_port(), folder / "server.log"
-    url = f"http://127.0.0.1:{port}"
-    script = Path(__file__).with_name("sdk_server.py")
-    with log.open("w") as sink:
-        process = subprocess.Popen(
-            [server_python(), str(script), str(folder / "data"), str(port)],
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert process.poll() is None, f"the server exited:\n{log.read_text()}"
-            assert time.monotonic() < deadline, f"the server did not start:\n{log.read_text()}"
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.2)
-        pdf = evaldata() / "documents" / "pdf_text" / "multi_page.pdf"
-        with httpx.Client(base_url=url, timeout=60) as http:
-            assert http.post("/v1/buckets", json={"slug": "coop"}).status_code == 201
-            for path in (HANDBOOK, pdf):
-                files = {"file": (path.name, path.read_bytes())}
-                response = http.post("/v1/buckets/coop/sources", files=files)
-                assert response.status_code == 201, response.text
+    with running_server(tmp_path_factory.mktemp("sdk")) as url:
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from citewell.cite.verify import LexicalVerifier
+from citewell.cite.verify import CalibratedVerifier
 from citewell.config import AnthropicSettings, GenerateSettings, Settings
 from citewell.engine import Completed, Engine, Question, TextDelta
 from citewell.errors import GeneratorError, GeneratorTimeout, GeneratorUnavailable
@@ -488,7 +488,7 @@ def test_through_the_engine_citations_quote_the_source_exactly(
         library.create_bucket("shop")
         library.ingest(POLICY.encode(), filename="policy.md", bucket="shop")
         registered = GENERATORS["anthropic"](configured)  # as Engine.open registers it
-        engine = Engine(library, {registered.name: registered}, LexicalVerifier())
+        engine = Engine(library, {registered.name: registered}, CalibratedVerifier())
 
         async def collect() -> list[object]:
             question = Question("How long do refunds take, and when does the shop open?")

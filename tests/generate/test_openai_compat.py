@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from citewell.cite.verify import LexicalVerifier
+from citewell.cite.verify import CalibratedVerifier
 from citewell.config import GenerateSettings, OpenAICompatibleSettings, Settings
 from citewell.engine import Completed, Engine, Question, TextDelta
 from citewell.errors import GeneratorError, GeneratorTimeout, GeneratorUnavailable
@@ -375,7 +375,7 @@ def ask(
     library.ingest(POLICY.encode(), filename="policy.md", bucket="shop")
     # The engine as Engine.open builds it, with the registered generator alone.
     registered = GENERATORS["openai-compatible"](configured)
-    engine = Engine(library, {registered.name: registered}, LexicalVerifier())
+    engine = Engine(library, {registered.name: registered}, CalibratedVerifier())
 
     async def collect() -> list[object]:
         agent = Agent(generator="openai-compatible")

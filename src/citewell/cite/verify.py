@@ -1,22 +1,49 @@
 """Whether a cited range supports the claim that cites it.
 
 ``Verifier`` scores (claim, cited text) in [0, 1]; the engine keeps a citation only when the
-score reaches the agent's ``support_threshold``. ``LexicalVerifier`` is the default that needs no
-model: the share of the claim's content words found in the cited text, with every number of the
-claim required to appear there too (a claim that changes "30 days" into "60 days" shares all its
-words but one, and that one decides).
+score reaches the agent's ``support_threshold``. ``CalibratedVerifier`` is the default, and needs
+no model download: a logistic model over agreement cues between the claim and the cited text
+(``FEATURES``), whose weights ship in ``verifier.json``. ``scripts/train_verifier.py`` fits them on
+the development split of the evaluation data, and docs/benchmarks.md ("Citation verification")
+reports how well it separates supported from unsupported citations, per language.
+
+The cues: the share of the claim's content words found in the cited text, the same share weighted
+towards long (specific) words, the share of the claim's word pairs found in the same order, whether
+the claim's numbers agree with the cited text by value ("30" and "thirty"; a claim that changes
+"30 days" into "60 days" shares every word but one, and that one decides), whether its names
+(capitalised words, Chinese person and place names) are there, whether one side negates what the
+other does not, and how long the claim is beside the cited text. A claim quoted verbatim is
+supported outright.
 """
 
 from __future__ import annotations
 
+import functools
+import json
+import math
+import re
 from collections.abc import Sequence
+from importlib import resources
 from typing import Protocol
 
 from citewell.analysis import terms
 from citewell.cite.numbers import numbers, without_numbers
 from citewell.language import is_cjk
 
-__all__ = ["LexicalVerifier", "Verifier"]
+__all__ = ["FEATURES", "CalibratedVerifier", "Verifier", "features"]
+
+FEATURES = (
+    "content_share",
+    "weighted_share",
+    "pair_share",
+    "numbers_agree",
+    "numbers_missing",
+    "names_missing",
+    "negation_added",
+    "negation_dropped",
+    "length_ratio",
+)
+"""The cues ``features`` computes, in order; ``verifier.json`` holds one weight for each."""
 
 
 class Verifier(Protocol):
@@ -27,22 +54,117 @@ class Verifier(Protocol):
         ...
 
 
-class LexicalVerifier:
-    name = "lexical"
+class CalibratedVerifier:
+    """P(the cited texts support the claim), from a logistic model over ``FEATURES``.
+
+    The score is calibrated on the development split: about as many supported as unsupported
+    pairs, so 0.5 is the point where support becomes the likelier reading.
+    """
+
+    name = "calibrated"
+
+    def __init__(self) -> None:
+        self._model = _model()
 
     def support(self, claim: str, cited: Sequence[str], *, language: str | None) -> float:
         evidence = " ".join(cited)
-        if not evidence.strip():
+        if not evidence.strip() or not claim.strip():
             return 0.0
         if " ".join(claim.split()) in " ".join(evidence.split()):
             return 1.0  # quoted verbatim
-        stated = numbers(claim)
-        if not stated <= numbers(evidence):
-            return 0.0
-        # Numbers agree by value ("30" and "thirty"), so they count apart from the words.
-        words = set(terms(without_numbers(claim), language))
-        if not words and not stated:
-            return 0.0
-        evidence_terms = set(terms(evidence, language))
-        found = {t for t in words if t in evidence_terms or (is_cjk(t[0]) and t in evidence)}
-        return (len(found) + len(stated)) / (len(words) + len(stated))
+        return self._model.probability(features(claim, cited, language=language))
+
+
+def features(claim: str, cited: Sequence[str], *, language: str | None) -> tuple[float, ...]:
+    """The values of ``FEATURES`` for a claim and the texts it cites."""
+    evidence = " ".join(cited)
+    claim_terms = terms(without_numbers(claim), language)
+    evidence_terms = terms(evidence, language)
+    evidence_set = set(evidence_terms)
+    words = set(claim_terms)
+
+    def found(term: str) -> bool:
+        return term in evidence_set or (is_cjk(term[0]) and term in evidence)
+
+    hits = {t for t in words if found(t)}
+    content_share = len(hits) / len(words) if words else 0.0
+    weighted_share = sum(len(t) for t in hits) / sum(len(t) for t in words) if words else 0.0
+    pairs = set(zip(claim_terms, claim_terms[1:], strict=False))
+    evidence_pairs = set(zip(evidence_terms, evidence_terms[1:], strict=False))
+    pair_share = len(pairs & evidence_pairs) / len(pairs) if pairs else content_share
+    stated = numbers(claim)
+    missing = stated - numbers(evidence)
+    names = _names(claim, language)
+    folded = evidence.casefold()
+    names_missing = sum(name not in folded for name in names) / len(names) if names else 0.0
+    claim_negations = _negations(claim)
+    evidence_negations = _negations(evidence)
+    length_ratio = min(len(claim_terms) / max(len(evidence_terms), 1), 2.0)
+    return (
+        content_share,
+        weighted_share,
+        pair_share,
+        float(bool(stated) and not missing),
+        float(bool(missing)),
+        names_missing,
+        float(claim_negations > evidence_negations),
+        float(claim_negations < evidence_negations),
+        length_ratio,
+    )
+
+
+class _Logistic:
+    def __init__(self, spec: dict[str, object]) -> None:
+        if spec["features"] != list(FEATURES):
+            raise RuntimeError("verifier.json was trained on other features; retrain it")
+        self._mean = [float(v) for v in spec["mean"]]  # type: ignore[attr-defined]
+        self._scale = [float(v) for v in spec["scale"]]  # type: ignore[attr-defined]
+        self._weights = [float(v) for v in spec["weights"]]  # type: ignore[attr-defined]
+        self._bias = float(spec["bias"])  # type: ignore[arg-type]
+
+    def probability(self, values: Sequence[float]) -> float:
+        z = self._bias + sum(
+            w * (v - m) / s
+            for w, v, m, s in zip(self._weights, values, self._mean, self._scale, strict=True)
+        )
+        return 1.0 / (1.0 + math.exp(-z))
+
+
+@functools.cache
+def _model() -> _Logistic:
+    text = resources.files("citewell.cite").joinpath("verifier.json").read_text(encoding="utf-8")
+    return _Logistic(json.loads(text))
+
+
+_LATIN_NAME = re.compile(r"(?<![\w'])[A-ZÀ-ÖØ-Þ][\w'’-]*\w")
+_ZH_NAME_TAGS = frozenset({"nr", "nrt", "nrfg", "ns", "nt", "nz"})
+_NEGATION_WORDS = frozenset(
+    "not no never cannot none nor neither nobody nothing nunca jamás jamas ni ningún ninguna "
+    "ninguno nada nadie tampoco".split()
+)
+_NEGATION_WORD = re.compile(r"\w+(?:n't)?", re.IGNORECASE)
+_ZH_NEGATION = re.compile(r"(?:没有|不|没|未|非|无|别)")
+_ZH_NOT_NEGATION = re.compile(r"非常|不过|不仅|不但|无论|不同|并非常|除非|是非|无数|不断")
+"""Words that hold a negation character without negating ("very", "however", "whether")."""
+
+
+def _names(text: str, language: str | None) -> set[str]:
+    """Names the text mentions, casefolded: capitalised words past the first word, and for
+    Chinese, jieba's person, place and organisation names."""
+    found = {m.group().casefold() for m in _LATIN_NAME.finditer(text) if m.start() > 0}
+    if any(is_cjk(c) for c in text):
+        import jieba.posseg
+
+        found.update(w.word for w in jieba.posseg.cut(text) if w.flag in _ZH_NAME_TAGS)
+    return found
+
+
+def _negations(text: str) -> int:
+    """How many negation cues (en, es, zh) the text holds."""
+    count: int = sum(
+        w.casefold() in _NEGATION_WORDS or w.casefold().endswith("n't")
+        for w in _NEGATION_WORD.findall(text)
+    )
+    if any(is_cjk(c) for c in text):
+        count += len(_ZH_NEGATION.findall(_ZH_NOT_NEGATION.sub("", text)))
+    return count

@@ -1,0 +1,435 @@
+"""Evaluation data sets as one vocabulary: ``Case`` (a question with its gold answers and gold
+evidence) and ``Document`` (a text to ingest), read from each data set's own files.
+
+Every gold evidence range indexes the canonical text of a document as citewell stores it: the
+loaders strip each text the way the text parser does, so an ``Evidence`` range names the same
+characters in the document and in the ingested source (code points, ``end`` exclusive).
+
+A loader takes the data set's folder (the files keep their source format, so the same loader reads
+other splits of the same data set) and a split name, which picks the files of that folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "LOADERS",
+    "Case",
+    "DataSet",
+    "Document",
+    "Evidence",
+    "load",
+    "squad_format",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """A gold range of one document: what a citation should point at."""
+
+    filename: str
+    start: int
+    """Code points into the document's text."""
+    end: int
+    """Exclusive."""
+    text: str
+    """``document.text[start:end]``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One question of a data set, with what a right answer says and cites."""
+
+    id: str
+    language: str
+    """``en``, ``es`` or ``zh``."""
+    question: str
+    answers: tuple[str, ...]
+    """Gold answers (any one is right); empty where the set has none (SciFact claims, and the
+    unanswerable questions)."""
+    evidence: tuple[Evidence, ...]
+    """Gold evidence ranges; empty for an unanswerable question."""
+    answerable: bool
+    bucket: str
+    """Slug of the bucket the question is asked against."""
+    documents: tuple[str, ...]
+    """File names (in ``bucket``) the case comes with: what a limited run ingests."""
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    filename: str
+    text: str
+    bucket: str
+
+
+@dataclass
+class DataSet:
+    name: str
+    cases: list[Case] = field(default_factory=list)
+    documents: dict[tuple[str, str], Document] = field(default_factory=dict)
+    """(bucket, filename) → document."""
+
+    def add(self, document: Document) -> None:
+        self.documents.setdefault((document.bucket, document.filename), document)
+
+    def text(self, bucket: str, filename: str) -> str:
+        return self.documents[(bucket, filename)].text
+
+    def select(self, *, limit: int = 0, language: str | None = None) -> DataSet:
+        """The first ``limit`` cases of each language (all if 0), only ``language``'s if given,
+        with only the documents those cases come with when limited."""
+        cases = [c for c in self.cases if language is None or c.language == language]
+        if limit:
+            counts: dict[str, int] = {}
+            kept = []
+            for case in cases:
+                counts[case.language] = counts.get(case.language, 0) + 1
+                if counts[case.language] <= limit:
+                    kept.append(case)
+            cases = kept
+        if not limit and language is None:
+            return self
+        wanted = {(c.bucket, f) for c in cases for f in c.documents}
+        if not limit:
+            wanted = {k for k in self.documents if k[0] in {c.bucket for c in cases}}
+        documents = {k: d for k, d in self.documents.items() if k in wanted}
+        return replace(self, cases=cases, documents=documents)
+
+
+def _read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _hashed(prefix: str, text: str) -> str:
+    """A file name for a snippet: the same text always gets the same name, once per bucket."""
+    return f"{prefix}-{hashlib.sha256(text.encode()).hexdigest()[:12]}.txt"
+
+
+def _slug(title: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", title).strip("-")
+
+
+def _evidence(filename: str, text: str, snippet: str) -> Evidence | None:
+    """The first occurrence of ``snippet`` in ``text``, as evidence; None if absent."""
+    snippet = snippet.strip()
+    start = text.find(snippet) if snippet else -1
+    if start < 0:
+        return None
+    return Evidence(filename, start, start + len(snippet), snippet)
+
+
+# SQuAD format: XQuAD, SQuAD 2.0 (en, es), CMRC 2018, DRCD ---------------------------------------
+def squad_format(
+    path: Path, language: str, *, bucket: str, prefix: str = "", data: DataSet | None = None
+) -> DataSet:
+    """One document per article, its paragraphs joined by blank lines; each gold answer becomes
+    an exact range of the article's text. Answers whose ``answer_start`` does not point at their
+    text (CMRC 2018 has a few, and ``-1``) are kept as answers but not as evidence."""
+    data = data if data is not None else DataSet(path.stem)
+    for number, article in enumerate(_read_json(path)["data"]):
+        title = article.get("title") or article["paragraphs"][0].get("id", str(number))
+        filename = f"{prefix}{number:02d}-{_slug(title) or 'article'}.txt"
+        contexts = [p["context"] for p in article["paragraphs"]]
+        joined = "\n\n".join(contexts)
+        # What the text parser keeps: the file without its byte-order mark, stripped.
+        unmarked = joined.removeprefix("\ufeff")
+        text = unmarked.strip()
+        offset = -(len(joined) - len(unmarked.lstrip()))
+        data.add(Document(filename, text, bucket))
+        for paragraph, context in zip(article["paragraphs"], contexts, strict=True):
+            for qa in paragraph["qas"]:
+                answerable = not qa.get("is_impossible", False)
+                answers = [a for a in qa["answers"] if a["text"]] if answerable else []
+                evidence = _squad_evidence(filename, text, offset, answers)
+                data.cases.append(
+                    Case(
+                        id=str(qa["id"]),
+                        language=language,
+                        question=qa["question"],
+                        answers=tuple(dict.fromkeys(a["text"] for a in answers)),
+                        evidence=tuple(evidence),
+                        answerable=answerable,
+                        bucket=bucket,
+                        documents=(filename,),
+                    )
+                )
+            offset += len(context) + 2
+    return data
+
+
+def _squad_evidence(
+    filename: str, text: str, offset: int, answers: Iterable[dict[str, Any]]
+) -> Iterator[Evidence]:
+    seen = set()
+    for answer in answers:
+        start = offset + answer["answer_start"]
+        end = start + len(answer["text"])
+        if answer["answer_start"] < 0 or (start, end) in seen or text[start:end] != answer["text"]:
+            continue
+        seen.add((start, end))
+        yield Evidence(filename, start, end, answer["text"])
+
+
+def _one(folder: Path, pattern: str) -> Path:
+    found = sorted(folder.glob(pattern))
+    if not found:
+        raise FileNotFoundError(f"no file matching {pattern} in {folder}")
+    return found[0]
+
+
+def load_xquad(folder: Path, split: str) -> DataSet:
+    """XQuAD: ``xquad.<language>.json``, each language in a bucket of its own (the articles are
+    parallel: a question must not be answered from its translation)."""
+    data = DataSet("xquad")
+    for language in ("en", "es", "zh"):
+        path = folder / f"xquad.{language}.json"
+        if path.exists():
+            squad_format(path, language, bucket=f"xquad-{language}", data=data)
+    return data
+
+
+def load_squad2(folder: Path, split: str) -> DataSet:
+    """SQuAD 2.0 (English): ``dev-v2.0*.json`` for ``dev``, else ``<split>-v2.0*.json``."""
+    path = _one(folder, f"{split}-v2.0*.json")
+    return squad_format(path, "en", bucket="squad2", data=DataSet("squad2"))
+
+
+def load_squad2_es(folder: Path, split: str) -> DataSet:
+    """SQuAD-es 2.0 (Spanish, machine-translated): ``<split>-v2.0-es*.json``."""
+    path = _one(folder, f"{split}-v2.0-es*.json")
+    return squad_format(path, "es", bucket="squad2-es", data=DataSet("squad2-es"))
+
+
+def load_cmrc2018(folder: Path, split: str) -> DataSet:
+    """CMRC 2018: ``cmrc2018_<split>.json``; the development split is the official trial set."""
+    path = _one(folder, f"cmrc2018_{'trial' if split == 'dev' else split}.json")
+    return squad_format(path, "zh", bucket="cmrc2018", data=DataSet("cmrc2018"))
+
+
+def load_drcd(folder: Path, split: str) -> DataSet:
+    """DRCD (Traditional Chinese): ``DRCD_<split>.json``."""
+    path = _one(folder, f"DRCD_{split}.json")
+    return squad_format(path, "zh", bucket="drcd", data=DataSet("drcd"))
+
+
+# ClapNQ --------------------------------------------------------------------------------------
+def load_clapnq(folder: Path, split: str) -> DataSet:
+    """ClapNQ: one document per passage; gold evidence is each annotator's selected sentences,
+    gold answers the written answers; the unanswerable file's passages are on topic but do not
+    answer."""
+    data = DataSet("clapnq")
+    for kind in ("answerable", "unanswerable"):
+        for record in _read_jsonl(_one(folder, f"clapnq_{split}_{kind}.jsonl")):
+            passage = record["passages"][0]
+            text = passage["text"].strip()
+            filename = _hashed(_slug(passage["title"])[:40] or "passage", text)
+            data.add(Document(filename, text, "clapnq"))
+            answers = tuple(dict.fromkeys(o["answer"] for o in record["output"] if o["answer"]))
+            found = (
+                _evidence(filename, text, s)
+                for o in record["output"]
+                for s in o.get("selected_sentences") or []
+            )
+            evidence = tuple(dict.fromkeys(e for e in found if e is not None))
+            data.cases.append(
+                Case(
+                    id=str(record["id"]),
+                    language="en",
+                    question=record["input"],
+                    answers=answers,
+                    evidence=evidence,
+                    answerable=bool(answers),
+                    bucket="clapnq",
+                    documents=(filename,),
+                )
+            )
+    return data
+
+
+# HotpotQA ------------------------------------------------------------------------------------
+def load_hotpotqa(folder: Path, split: str) -> DataSet:
+    """HotpotQA (distractor setting): one document per paragraph. Gold evidence is the two
+    supporting paragraphs, narrowed to the supporting sentences for the questions the
+    distractor-format file labels (``hotpot_<split>_distractor*.json``)."""
+    data = DataSet("hotpotqa")
+    sentences: dict[str, dict[str, list[str]]] = {}
+    for path in sorted(folder.glob(f"hotpot_{split}_distractor*.json")):
+        for record in _read_json(path):
+            paragraphs = dict((t, s) for t, s in record["context"])
+            chosen: dict[str, list[str]] = {}
+            for title, index in record["supporting_facts"]:
+                if title in paragraphs and index < len(paragraphs[title]):
+                    chosen.setdefault(title, []).append(paragraphs[title][index])
+            sentences[record["_id"]] = chosen
+    for record in _read_jsonl(_one(folder, f"hotpotqa_{split}_*.jsonl")):
+        names: list[str] = []
+        evidence: list[Evidence] = []
+        labelled = sentences.get(record["question_id"], {})
+        for context in record["contexts"]:
+            text = context["paragraph_text"].strip()
+            filename = _hashed(_slug(context["title"])[:40] or "paragraph", text)
+            data.add(Document(filename, text, "hotpotqa"))
+            names.append(filename)
+            if not context["is_supporting"]:
+                continue
+            narrowed = [_evidence(filename, text, s) for s in labelled.get(context["title"], [])]
+            if narrowed and all(narrowed):
+                evidence.extend(e for e in narrowed if e is not None)
+            else:
+                evidence.append(Evidence(filename, 0, len(text), text))
+        answers = tuple(s for o in record["answers_objects"] for s in o["spans"] if s)
+        data.cases.append(
+            Case(
+                id=record["question_id"],
+                language="en",
+                question=record["question_text"],
+                answers=answers,
+                evidence=tuple(evidence),
+                answerable=True,
+                bucket="hotpotqa",
+                documents=tuple(names),
+            )
+        )
+    return data
+
+
+# SciFact -------------------------------------------------------------------------------------
+def load_scifact(folder: Path, split: str) -> DataSet:
+    """SciFact: the corpus (one document per abstract: its title, a blank line, its sentences
+    joined by spaces) and the claims as questions. Gold evidence is the rationale sentences;
+    a claim without any (NOT ENOUGH INFO) counts as unanswerable. Claims have no gold answer
+    text. The development split's claims are ``claims_train.jsonl``."""
+    data = DataSet("scifact")
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    for record in _read_jsonl(folder / "corpus.jsonl"):
+        filename = f"{record['doc_id']}.txt"
+        text, spans = record["title"].strip(), []
+        for number, sentence in enumerate(s.strip() for s in record["sentences"]):
+            text += ("\n\n" if number == 0 else " ") + sentence
+            spans.append((len(text) - len(sentence), len(text)))
+        data.add(Document(filename, text, "scifact"))
+        ranges[filename] = spans
+    claims = _one(folder, f"claims_{'train' if split == 'dev' else split}.jsonl")
+    for record in _read_jsonl(claims):
+        evidence = []
+        for doc_id, rationales in record["evidence"].items():
+            filename = f"{doc_id}.txt"
+            text = data.text("scifact", filename)
+            for rationale in rationales:
+                for index in rationale["sentences"]:
+                    start, end = ranges[filename][index]
+                    evidence.append(Evidence(filename, start, end, text[start:end]))
+        cited = [f"{d}.txt" for d in record["cited_doc_ids"]]
+        data.cases.append(
+            Case(
+                id=str(record["id"]),
+                language="en",
+                question=record["claim"],
+                answers=(),
+                evidence=tuple(dict.fromkeys(evidence)),
+                answerable=bool(evidence),
+                bucket="scifact",
+                documents=tuple(f for f in cited if ("scifact", f) in data.documents),
+            )
+        )
+    return data
+
+
+# RGB -----------------------------------------------------------------------------------------
+def load_rgb(folder: Path, split: str) -> DataSet:
+    """RGB (Chinese): noise robustness and refusal from ``zh_refine.json``, information
+    integration from ``zh_int.json``.
+
+    Bucket ``rgb``: every query's positive and negative snippets (one document each); each query
+    is answerable, its positives the gold evidence. Bucket ``rgb-negative``: the negative snippets
+    only ("noise rate 1.0"); each ``zh_refine`` query is asked again there, as unanswerable. The
+    counterfactual files (``*_fact.json``) are not loaded: they test detecting false evidence,
+    which these figures do not measure."""
+    data = DataSet("rgb")
+    for stem in ("zh_refine", "zh_int"):
+        path = folder / f"{stem}.json"
+        if not path.exists():
+            continue
+        for record in _read_jsonl(path):
+            positives = _flatten(record["positive"])
+            negatives = [s.strip() for s in record["negative"] if s.strip()]
+            names: list[str] = []
+            evidence: list[Evidence] = []
+            for snippet in positives:
+                filename = _hashed("rgb", snippet)
+                data.add(Document(filename, snippet, "rgb"))
+                names.append(filename)
+                evidence.append(Evidence(filename, 0, len(snippet), snippet))
+            negative_names = []
+            for snippet in negatives:
+                filename = _hashed("rgb", snippet)
+                data.add(Document(filename, snippet, "rgb"))
+                names.append(filename)
+                negative_names.append(filename)
+            answers = tuple(dict.fromkeys(_flatten(record["answer"])))
+            common = {"language": "zh", "question": record["query"], "answers": answers}
+            data.cases.append(
+                Case(
+                    id=f"{stem}-{record['id']}",
+                    evidence=tuple(evidence),
+                    answerable=True,
+                    bucket="rgb",
+                    documents=tuple(dict.fromkeys(names)),
+                    **common,
+                )
+            )
+            if stem != "zh_refine" or not negative_names:
+                continue
+            for snippet, filename in zip(negatives, negative_names, strict=True):
+                data.add(Document(filename, snippet, "rgb-negative"))
+            data.cases.append(
+                Case(
+                    id=f"{stem}-{record['id']}-negative",
+                    language="zh",
+                    question=record["query"],
+                    answers=(),
+                    evidence=(),
+                    answerable=False,
+                    bucket="rgb-negative",
+                    documents=tuple(dict.fromkeys(negative_names)),
+                )
+            )
+    return data
+
+
+def _flatten(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value.strip()] if value.strip() else []
+    return [s for item in value for s in _flatten(item)]
+
+
+LOADERS: dict[str, tuple[str, Callable[[Path, str], DataSet]]] = {
+    "clapnq": ("clapnq", load_clapnq),
+    "cmrc2018": ("cmrc2018", load_cmrc2018),
+    "drcd": ("drcd", load_drcd),
+    "hotpotqa": ("hotpotqa", load_hotpotqa),
+    "rgb": ("rgb", load_rgb),
+    "scifact": ("scifact", load_scifact),
+    "squad2": ("squad_v2_dev_half", load_squad2),
+    "squad2-es": ("squad_es_v2", load_squad2_es),
+    "xquad": ("xquad", load_xquad),
+}
+"""Data set name → (its folder in the evaluation data, its loader)."""
+
+
+def load(name: str, folder: Path, split: str = "dev") -> DataSet:
+    """The data set ``name`` read from ``folder`` (its own folder, not the evaluation data's)."""
+    return LOADERS[name][1](folder, split)

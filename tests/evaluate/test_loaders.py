@@ -1,0 +1,110 @@
+"""Each loader on the real development files: counts, and gold ranges that index the texts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from citewell.evaluate.loaders import LOADERS, DataSet, load
+
+
+def read(evaldata: Path, name: str) -> DataSet:
+    return load(name, evaldata / LOADERS[name][0])
+
+
+# name → (questions, answerable, documents)
+COUNTS = {
+    "xquad": (3 * 366, 3 * 366, 45),
+    "squad2": (2513, 2513 - 1335, 6),
+    "squad2-es": (2461, 2461 - 1160, 12),
+    "cmrc2018": (1002, 1002, 256),
+    "drcd": (3524, 3524, 383),
+    "clapnq": (102 + 84, 102, 186),
+    "hotpotqa": (156, 156, 1535),
+    "scifact": (807, 505, 5183),
+    "rgb": (78 + 24 + 78, 78 + 24, 4530),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COUNTS))
+def test_loader_reads_every_question_and_every_gold_range_indexes_its_document(
+    evaldata: Path, name: str
+) -> None:
+    data = read(evaldata, name)
+    questions, answerable, documents = COUNTS[name]
+    assert len(data.cases) == questions
+    assert sum(c.answerable for c in data.cases) == answerable
+    assert len(data.documents) == documents
+    for case in data.cases:
+        assert case.answerable or not case.evidence
+        for evidence in case.evidence:
+            text = data.text(case.bucket, evidence.filename)
+            assert text[evidence.start : evidence.end] == evidence.text
+        assert all((case.bucket, f) in data.documents for f in case.documents)
+
+
+def test_xquad_keeps_each_language_in_its_own_bucket(evaldata: Path) -> None:
+    data = read(evaldata, "xquad")
+    assert {c.language: c.bucket for c in data.cases} == {
+        "en": "xquad-en",
+        "es": "xquad-es",
+        "zh": "xquad-zh",
+    }
+
+
+def test_squad2_gold_answer_is_an_exact_range_of_the_article(evaldata: Path) -> None:
+    data = read(evaldata, "squad2")
+    case = next(c for c in data.cases if c.evidence)
+    evidence = case.evidence[0]
+    assert evidence.text in case.answers
+    assert data.text("squad2", evidence.filename)[evidence.start : evidence.end] == evidence.text
+    assert not any(c.evidence or c.answers for c in data.cases if not c.answerable)
+
+
+def test_cmrc2018_keeps_misplaced_answers_as_answers_but_not_as_evidence(evaldata: Path) -> None:
+    data = read(evaldata, "cmrc2018")
+    assert sum(1 for c in data.cases if not c.evidence) == 5
+    assert all(c.answers for c in data.cases)
+
+
+def test_clapnq_evidence_is_the_selected_sentences(evaldata: Path) -> None:
+    data = read(evaldata, "clapnq")
+    case = next(c for c in data.cases if c.id == "-1218875241352839456")
+    assert case.answerable
+    assert any(
+        "Russian Blues should not be confused with British Blues" in e.text for e in case.evidence
+    )
+
+
+def test_hotpotqa_narrows_supporting_paragraphs_to_labelled_sentences(evaldata: Path) -> None:
+    data = read(evaldata, "hotpotqa")
+    case = next(c for c in data.cases if c.id == "5a8c7595554299585d9e36b6")
+    assert case.answers == ("Chief of Protocol",)
+    assert len(case.documents) == 10
+    assert any(e.text.startswith("As an adult, she was named") for e in case.evidence)
+
+
+def test_scifact_rationale_is_an_abstract_sentence(evaldata: Path) -> None:
+    data = read(evaldata, "scifact")
+    case = next(c for c in data.cases if c.id == "2")
+    assert case.answerable and case.answers == ()
+    assert [e.filename for e in case.evidence] == ["13734012.txt"]
+    assert not next(c for c in data.cases if c.id == "0").answerable
+
+
+def test_rgb_asks_each_noise_query_again_against_negatives_only(evaldata: Path) -> None:
+    data = read(evaldata, "rgb")
+    negative = [c for c in data.cases if c.bucket == "rgb-negative"]
+    assert len(negative) == 78 and not any(c.answerable for c in negative)
+    negatives = {f for c in negative for f in c.documents}
+    assert {f for b, f in data.documents if b == "rgb-negative"} == negatives
+
+
+def test_select_keeps_first_cases_per_language_and_only_their_documents(evaldata: Path) -> None:
+    data = read(evaldata, "xquad").select(limit=2)
+    assert [c.language for c in data.cases] == ["en", "en", "es", "es", "zh", "zh"]
+    assert {b for b, _ in data.documents} == {"xquad-en", "xquad-es", "xquad-zh"}
+    assert len(data.documents) == 3
+    only = read(evaldata, "xquad").select(language="es")
+    assert {c.language for c in only.cases} == {"es"} and len(only.documents) == 15
