@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -418,10 +417,9 @@ def test_an_error_event_mid_stream_is_judged_by_its_type(api: FakeMessages, base
 
 def test_a_silent_server_times_out(api: FakeMessages, base_url: str) -> None:
     api.replies = [Reply([Block("late")], stall_before=3.0)]
-    started = time.monotonic()
+    # Had it waited out the stall, the reply would have come: the error is the timeout's.
     with pytest.raises(GeneratorTimeout, match="did not answer in time"):
         drafts(generator(base_url), shop_evidence())
-    assert time.monotonic() - started < 3.0
 
 
 def test_a_server_that_stops_mid_stream_times_out(api: FakeMessages, base_url: str) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -289,10 +288,9 @@ def test_http_errors_become_generator_errors_that_never_show_the_key(
 
 def test_a_silent_server_times_out(chat: FakeChat, base_url: str) -> None:
     chat.replies = [Reply(["late"], stall_before=3.0)]
-    started = time.monotonic()
+    # Had it waited out the stall, the reply would have come: the error is the timeout's.
     with pytest.raises(GeneratorTimeout, match="did not answer in time"):
         drafts(generator(base_url), shop_evidence())
-    assert time.monotonic() - started < 3.0
 
 
 def test_a_server_that_stops_mid_stream_times_out(chat: FakeChat, base_url: str) -> None:
@@ -303,10 +301,8 @@ def test_a_server_that_stops_mid_stream_times_out(chat: FakeChat, base_url: str)
         async for draft in generator(base_url).generate(shop_evidence(), agent=Agent()):
             received.append(draft)
 
-    started = time.monotonic()
     with pytest.raises(GeneratorTimeout):
         anyio.run(collect)
-    assert time.monotonic() - started < 10
     # What came before the stall was passed on as it came: the answer streams.
     assert received == [TextPiece("Refunds"), TextPiece(" are")]
 
@@ -438,11 +434,8 @@ def test_a_real_local_server_streams_an_answer(llama: LlamaServer) -> None:
     gen = OpenAICompatibleGenerator(
         gen.settings.model_copy(update={"timeout": 60.0, "max_tokens": 64})
     )
-    started = time.monotonic()
     got = drafts(gen, shop_evidence())
-    elapsed = time.monotonic() - started
     pieces = [d for d in got if isinstance(d, TextPiece)]
-    assert elapsed < 60
     # Deterministic at temperature 0, but what a 135M model says is not the test: that it
     # streamed, in many pieces, and either answered or declined.
     assert len(pieces) >= 2 or got == [Declined()]
@@ -453,13 +446,10 @@ def test_a_real_local_server_streams_an_answer(llama: LlamaServer) -> None:
 def test_a_real_local_server_answers_through_the_engine(
     llama: LlamaServer, settings: Settings
 ) -> None:
-    started = time.monotonic()
     answer, streamed, library = ask(
         settings, llama.base_url, "How long do refunds take?", llama.model
     )
-    elapsed = time.monotonic() - started
     with library:
-        assert elapsed < 120
         assert answer.text == streamed and answer.text.strip()
         assert not MARKER.search(answer.text), answer.text
         assert_citations_are_exact(answer, library)
