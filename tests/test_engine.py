@@ -355,3 +355,21 @@ def test_given_passages_are_the_evidence_and_nothing_is_retrieved(library: Libra
     )
     assert (citation.page_number, citation.page_label) == (2, "ii")
     assert answer.grounding is GroundingState.AVAILABLE
+
+
+def test_the_trace_records_every_judged_citation_kept_or_dropped(library: Library) -> None:
+    def script(evidence: Evidence) -> list[Draft]:
+        refunds = number(evidence, "thirty days")
+        return [
+            CitedSentence("Refunds are paid within thirty days.", (refunds,)),
+            CitedSentence(" Refunds take ninety days.", (refunds,)),
+        ]
+
+    _, answer = run(engine_with(library, script), "refunds")
+    cited_span = answer.citations[0].span
+    assert [(v.claim_index, v.span, v.kept) for v in answer.trace.verdicts] == [
+        (0, cited_span, True),
+        (1, cited_span, False),
+    ]
+    assert answer.trace.verdicts[0].support == answer.citations[0].support
+    assert answer.trace.verdicts[1].support < Agent().support_threshold

@@ -22,6 +22,7 @@ __all__ = [
     "GenerateSettings",
     "IngestSettings",
     "OpenAICompatibleSettings",
+    "PrivacySettings",
     "RetrieveSettings",
     "ServerSettings",
     "Settings",
@@ -172,6 +173,15 @@ class GenerateSettings(_Group):
     )
 
 
+class PrivacySettings(_Group):
+    trace_retention_days: int = Field(
+        default=30,
+        ge=0,
+        description="Days an answer's trace (ids and support scores, never text) is kept; "
+        "0 keeps none.",
+    )
+
+
 class Settings(BaseSettings):
     """All of citewell's settings."""
 
@@ -191,6 +201,7 @@ class Settings(BaseSettings):
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     retrieve: RetrieveSettings = Field(default_factory=RetrieveSettings)
     generate: GenerateSettings = Field(default_factory=GenerateSettings)
+    privacy: PrivacySettings = Field(default_factory=PrivacySettings)
 
     def fingerprint(self) -> str:
         """A short hash of the settings that change what is indexed or how answers are made."""

@@ -52,6 +52,7 @@ from citewell.model import (
     Span,
     Trace,
 )
+from citewell.store.base import StoredTrace
 
 __all__ = [
     "AnswerEvent",
@@ -137,8 +138,13 @@ class Engine:
         generators: Mapping[str, Generator],
         verifier: Verifier,
         agents: Sequence[Agent] = (Agent(),),
+        *,
+        keep_traces: bool = False,
     ) -> None:
         self.library = library
+        self.keep_traces = keep_traces
+        """Whether each answer's trace goes to the store (the API's answers; the store applies
+        the retention)."""
         self.generators = dict(generators)
         self.verifier = verifier
         self._agents = {agent.name: agent for agent in agents}
@@ -154,14 +160,22 @@ class Engine:
         return list(self._agents.values())
 
     @classmethod
-    def open(cls, library: Library, agents: Sequence[Agent] | None = None) -> Engine:
+    def open(
+        cls, library: Library, agents: Sequence[Agent] | None = None, *, keep_traces: bool = False
+    ) -> Engine:
         """The engine of a library, with every registered generator; by default one agent, the
         default ``citewell-agent``."""
         from citewell.cite.verify import CalibratedVerifier
         from citewell.generate import open_generators
 
         generators = open_generators(library.settings)
-        return cls(library, generators, CalibratedVerifier(), agents or (Agent(),))
+        return cls(
+            library,
+            generators,
+            CalibratedVerifier(),
+            agents or (Agent(),),
+            keep_traces=keep_traces,
+        )
 
     async def ask(self, question: Question, *, agent: Agent, principal: Principal) -> Answer:
         async for event in self.stream(question, agent=agent, principal=principal):
@@ -199,9 +213,11 @@ class Engine:
             "generate": round((done - retrieved_at) * 1000, 2),
             "total": round((done - started) * 1000, 2),
         }
-        yield Completed(
-            writer.answer(question, agent, timings, self.library.settings.fingerprint())
-        )
+        answer = writer.answer(question, agent, timings, self.library.settings.fingerprint())
+        if self.keep_traces:
+            trace = StoredTrace(answer.id, answer.agent, answer.created_at, answer.trace)
+            await anyio.to_thread.run_sync(self.library.store.put_trace, trace)
+        yield Completed(answer)
 
     async def _evidence_passages(
         self, question: Question, agent: Agent, principal: Principal
@@ -373,6 +389,7 @@ class _AnswerWriter:
             trace=Trace(
                 retrieved_chunk_ids=tuple(p.chunk.id for p in self.evidence.passages),
                 cited_chunk_ids=tuple(dict.fromkeys(c.chunk_id for c in attribution.citations)),
+                verdicts=tuple(attribution.verdicts),
                 timings_ms=timings,
                 settings_fingerprint=fingerprint,
             ),

@@ -49,6 +49,7 @@ __all__ = [
     "SourceStatus",
     "Span",
     "Trace",
+    "Verdict",
 ]
 
 
@@ -418,11 +419,28 @@ class CitedSource(_Model):
     source: Source = Field(description="The source version.")
 
 
+class Verdict(_Model):
+    """The verifier's judgement of one candidate citation, kept or dropped (no text)."""
+
+    claim_index: int = Field(ge=0, description="Index of the judged claim in Answer.claims.")
+    chunk_id: str = Field(description="The chunk holding the candidate range.")
+    source_id: str = Field(description="The source version of the candidate range.")
+    span: Span = Field(description="Candidate range of the source's canonical text.")
+    support: float = Field(ge=0, le=1, description="Verifier's support score in [0, 1].")
+    kept: bool = Field(
+        description="Whether the score reached the agent's support threshold (a kept candidate "
+        "may still go uncited when the answer already cites its most sources)."
+    )
+
+
 class Trace(_Model):
     """What happened while answering, kept for evaluation and audit (ids and scores only)."""
 
     retrieved_chunk_ids: tuple[str, ...] = Field(default=(), description="Retrieved, ranked.")
     cited_chunk_ids: tuple[str, ...] = Field(default=(), description="Cited, in citation order.")
+    verdicts: tuple[Verdict, ...] = Field(
+        default=(), description="Every candidate citation the verifier judged, in judging order."
+    )
     timings_ms: dict[str, float] = Field(default_factory=dict, description="Stage durations.")
     settings_fingerprint: str = Field(default="", description="Hash of the settings in force.")
 

@@ -65,6 +65,7 @@ def test_a_completion_cites_with_url_citations_and_lists_its_sources(
                     "role": "assistant",
                     "content": ANSWER + APPENDIX,
                     "refusal": None,
+                    "unsupported_claims": [],
                     "annotations": [
                         {
                             "type": "url_citation",

@@ -71,6 +71,7 @@ def test_an_answer_is_a_response_with_a_search_and_a_cited_message(answering: Te
                 "type": "output_text",
                 "text": ANSWER,
                 "logprobs": [],
+                "unsupported_claims": [],
                 "annotations": [
                     {
                         "type": "file_citation",

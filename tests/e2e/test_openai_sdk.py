@@ -153,6 +153,7 @@ def test_an_answer_cites_the_exact_sentence_it_states(client: openai.OpenAI, ser
     assert search["results"] is None  # not asked for with include
     part = message_part(response)
     assert part["text"] == MEMBERSHIP_ANSWER
+    assert part["unsupported_claims"] == []  # a citewell field, beside the SDK's
     [annotation] = part["annotations"]
     start = source_text(server, annotation["file_id"]).index(MEMBERSHIP_ANSWER)
     assert annotation == {

@@ -64,6 +64,7 @@ def test_a_completion_has_openais_shape_and_lists_sources_by_default(answer: Ans
                     "role": "assistant",
                     "content": TEXT + APPENDIX,
                     "refusal": None,
+                    "unsupported_claims": [],
                     "annotations": [
                         url_citation(0, len(FIRST), "src_policy", "refund_policy_2026.pdf", 1),
                         url_citation(*second, "src_policy", "refund_policy_2026.pdf", 1),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from citewell.model import Answer, GroundingState
+from citewell.model import Answer, Claim, GroundingState, Span
 from citewell.render.responses import ResponseOptions, render_response, render_response_stream
 from tests.render.conftest import FIRST, SECOND, SUPPORT, TEXT, events_of, make_answer
 
@@ -97,6 +97,7 @@ def test_a_response_has_every_field_openai_sends(answer: Answer) -> None:
                 "type": "output_text",
                 "text": TEXT,
                 "logprobs": [],
+                "unsupported_claims": [],
                 "annotations": [
                     {
                         "type": "file_citation",
@@ -222,3 +223,23 @@ def test_a_failed_stream_says_why() -> None:
     )
     assert failed["response"]["status"] == "failed"
     assert failed["response"]["error"] == {"code": "server_error", "message": "It broke."}
+
+
+def test_an_unsupported_claim_is_flagged_on_the_legacy_text_not_cited(answer: Answer) -> None:
+    third = "The moon is made of cheese."
+    flagged = answer.model_copy(
+        update={
+            "text": f"{answer.text} {third}",
+            "claims": (
+                *answer.claims,
+                Claim(
+                    span=Span(start=len(TEXT) + 1, end=len(TEXT) + 1 + len(third)), supported=False
+                ),
+            ),
+        }
+    )
+    part = render_response(flagged, options(citation_compat="legacy"))["output"][-1]["content"][0]
+    start = part["text"].index(third)
+    assert part["text"][start - 7 :] == f"[1][2] {third}"
+    assert part["unsupported_claims"] == [{"start_index": start, "end_index": start + len(third)}]
+    assert all(a["end_index"] <= start for a in part["annotations"])

@@ -55,7 +55,7 @@ def create_app(
 
     def open_engine(app: FastAPI, opened: Library) -> None:
         app.state.library = opened
-        app.state.engine = Engine.open(opened, agents)
+        app.state.engine = Engine.open(opened, agents, keep_traces=True)
         app.state.files = FileStore(opened.settings.data_dir / "files")
         app.state.started_at = int(time.time())
 

@@ -18,7 +18,7 @@ from citewell.cite.align import align
 from citewell.cite.locator import page_at
 from citewell.cite.verify import Verifier
 from citewell.generate.base import Evidence, EvidenceSentence
-from citewell.model import Agent, Citation, CitedSource, Claim, Page, Span
+from citewell.model import Agent, Citation, CitedSource, Claim, Page, Span, Verdict
 
 __all__ = ["Attribution", "ClaimResult"]
 
@@ -51,17 +51,24 @@ class Attribution:
         self.claims: list[Claim] = []
         self.citations: list[Citation] = []
         self.sources: list[CitedSource] = []
+        self.verdicts: list[Verdict] = []
+        """Every candidate range judged for a claim of ``claims``, kept or dropped."""
 
     def attribute(self, text: str, span: Span, numbers: Sequence[int]) -> ClaimResult:
         """Decide the citations of the claim ``text`` at ``span`` of the answer."""
         claim_text = text[span.start : span.end]
         language = self._evidence.language
         cited = [self._by_number(n) for n in dict.fromkeys(numbers) if self._by_number(n)]
-        groups = self._verified(claim_text, _ranges([s for s in cited if s is not None]))
+        index = len(self.claims)
+        groups = self._verified(
+            claim_text, _ranges([s for s in cited if s is not None]), claim_index=index
+        )
         if not numbers and not groups:
             aligned = align(claim_text, self._evidence, language=language)[:_ALIGNED_CITATIONS]
-            groups = self._verified(claim_text, _ranges([self._by_number(n) for n, _ in aligned]))
-        citations, new_sources = self._cite(len(self.claims), groups)
+            groups = self._verified(
+                claim_text, _ranges([self._by_number(n) for n, _ in aligned]), claim_index=index
+            )
+        citations, new_sources = self._cite(index, groups)
         needs_citation = bool(numbers) or len(set(terms(claim_text, language))) >= _MIN_CLAIM_TERMS
         claim = Claim(span=span, supported=bool(citations), needs_citation=needs_citation)
         self.claims.append(claim)
@@ -86,16 +93,37 @@ class Attribution:
         return None
 
     def _verified(
-        self, claim_text: str, groups: list[list[EvidenceSentence]]
+        self,
+        claim_text: str,
+        groups: list[list[EvidenceSentence]],
+        *,
+        claim_index: int | None = None,
     ) -> list[tuple[list[EvidenceSentence], float]]:
+        """The groups the verifier supports; with ``claim_index``, every verdict is recorded."""
         kept = []
         for group in groups:
             score = self._verifier.support(
                 claim_text, [s.text for s in group], language=self._evidence.language
             )
-            if score >= self._agent.support_threshold:
+            passes = score >= self._agent.support_threshold
+            if passes:
                 kept.append((group, score))
+            if claim_index is not None:
+                self.verdicts.append(self._verdict(claim_index, group, score, kept=passes))
         return kept
+
+    def _verdict(
+        self, claim_index: int, group: list[EvidenceSentence], score: float, *, kept: bool
+    ) -> Verdict:
+        passage = self._evidence.passages[group[0].passage_index]
+        return Verdict(
+            claim_index=claim_index,
+            chunk_id=passage.chunk.id,
+            source_id=passage.source.id,
+            span=Span(start=group[0].span.start, end=group[-1].span.end),
+            support=round(min(max(score, 0.0), 1.0), 4),
+            kept=kept,
+        )
 
     def _cite(
         self, claim_index: int, groups: list[tuple[list[EvidenceSentence], float]]

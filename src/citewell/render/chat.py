@@ -36,6 +36,7 @@ from citewell.render.common import (
     layout,
     source_url,
     token_usage,
+    unsupported_claims,
 )
 
 __all__ = ["DONE", "ChatOptions", "ChatStream", "render_completion", "render_completion_stream"]
@@ -75,12 +76,14 @@ def render_completion(answer: Answer, options: ChatOptions) -> dict[str, Any]:
         }
         for anchor in rendered.anchors
     ]
-    message = {
+    message: dict[str, Any] = {
         "role": "assistant",
         "content": rendered.text,
         "refusal": None,
         "annotations": annotations,
     }
+    if rendered.unsupported is not None:
+        message["unsupported_claims"] = unsupported_claims(rendered)
     read, written = token_usage(answer, options, rendered.text)
     return {
         **_envelope(options, "chat.completion"),

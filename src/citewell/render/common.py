@@ -13,6 +13,10 @@ plain response) or as engine events (a stream), so both give the same text and o
 Sources are shown (annotations, markers, appendix, search results) unless the agent hides them
 (``Agent.show_sources``, grounding ``hidden``); ``missing`` and ``none`` answers have none to show.
 
+Claims that need a citation and have none (a non-strict agent keeps them) are flagged as
+``unsupported`` ranges of the rendered text, only for answers whose grounding is ``available``:
+never as citations.
+
 Offsets are Unicode code points (Python ``str`` indices), start inclusive, end exclusive.
 """
 
@@ -46,6 +50,7 @@ __all__ = [
     "shows_sources",
     "source_url",
     "token_usage",
+    "unsupported_claims",
 ]
 
 CitationCompat = Literal["native", "legacy"]
@@ -127,16 +132,25 @@ class TextBuilder:
         """Marker characters passed on so far."""
         self.text = ""
         self.anchors: list[Anchor] = []
+        self.unsupported: list[Span] = []
+        """Ranges of the rendered text of claims flagged as unsupported."""
 
     def add(self, text: str) -> str:
         self._flat += text
         return "" if self._legacy else self._release(len(self._flat))
 
-    def claim(self, span: Span, citations: Sequence[Citation]) -> tuple[str, list[Anchor]]:
+    def claim(
+        self, span: Span, citations: Sequence[Citation], *, unsupported: bool = False
+    ) -> tuple[str, list[Anchor]]:
+        """``unsupported``: flag the claim (kept uncited) when sources are shown."""
         shown = citations if self._show else ()
         # Markers passed on so far stand at or before the claim's start: they shift it whole.
         anchors = [Anchor(c, span.start + self._shift, span.end + self._shift) for c in shown]
         self.anchors.extend(anchors)
+        if unsupported and self._show:
+            self.unsupported.append(
+                Span(start=span.start + self._shift, end=span.end + self._shift)
+            )
         piece = self._release(span.end) if self._legacy else ""
         if self._legacy and shown:
             mark = marker(shown)
@@ -161,6 +175,9 @@ class TextBuilder:
 class Layout:
     text: str
     anchors: tuple[Anchor, ...]
+    unsupported: tuple[Span, ...] | None
+    """Ranges of the rendered text of unsupported claims; None when the answer's grounding is
+    not shown (not ``available``, or sources hidden)."""
 
 
 def cited_range(citation: Citation) -> dict[str, Any]:
@@ -191,10 +208,19 @@ def layout(answer: Answer, options: AnswerOptions) -> Layout:
     )
     builder.add(answer.text)
     grouped = citations_by_claim(answer)
+    flagged = answer.grounding is GroundingState.AVAILABLE and shows_sources(answer, options)
     for index, claim in enumerate(answer.claims):
-        builder.claim(claim.span, grouped.get(index, ()))
+        unsupported = flagged and claim.needs_citation and not claim.supported
+        builder.claim(claim.span, grouped.get(index, ()), unsupported=unsupported)
     builder.finish(appendix_text(answer, options))
-    return Layout(builder.text, tuple(builder.anchors))
+    return Layout(
+        builder.text, tuple(builder.anchors), tuple(builder.unsupported) if flagged else None
+    )
+
+
+def unsupported_claims(rendered: Layout) -> list[dict[str, int]]:
+    """The wire form of the flagged claims, the same in every dialect."""
+    return [{"start_index": s.start, "end_index": s.end} for s in rendered.unsupported or ()]
 
 
 def appendix_text(answer: Answer, options: AnswerOptions) -> str:

@@ -39,6 +39,7 @@ from citewell.render.common import (
     passage_label,
     shows_sources,
     token_usage,
+    unsupported_claims,
 )
 
 __all__ = [
@@ -86,7 +87,10 @@ def render_response(answer: Answer, options: ResponseOptions) -> dict[str, Any]:
     if options.retrieve:
         output.append(_search_item(ids, answer.question, _results(answer, options)))
     annotations = [_annotation(a, sources[a.citation.source_id]) for a in rendered.anchors]
-    output.append(_message(ids, rendered.text, annotations, status="completed"))
+    message = _message(ids, rendered.text, annotations, status="completed")
+    if rendered.unsupported is not None:
+        message["content"][0]["unsupported_claims"] = unsupported_claims(rendered)
+    output.append(message)
     read, written = token_usage(answer, options, rendered.text)
     response = _response(
         ids,

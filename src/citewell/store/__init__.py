@@ -18,6 +18,7 @@ def _sqlite(settings: Settings, embedder: str, dim: int) -> Store:
         dim=dim,
         threads=settings.retrieve.threads,
         ann_threshold=settings.retrieve.ann_threshold,
+        trace_retention_days=settings.privacy.trace_retention_days,
     )
 
 

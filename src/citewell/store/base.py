@@ -27,6 +27,7 @@ from citewell.model import (
     Principal,
     ScoreBreakdown,
     Source,
+    Trace,
 )
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "SourceDraft",
     "Store",
     "StoredAnswer",
+    "StoredTrace",
     "Vectors",
 ]
 
@@ -87,6 +89,18 @@ class StoredAnswer:
     """The JSON object the client was sent, as text: read back byte for byte."""
     conversation: tuple[ConversationTurn, ...] = ()
     """The turns before the answer's question, oldest first."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTrace:
+    """An answer's trace, kept for audit without any text: no question, answer or cited text."""
+
+    answer_id: str
+    """``Answer.id``: ans_…"""
+    agent: str
+    created_at: dt.datetime
+    """When the answer was made (UTC); the retention counts from it."""
+    trace: Trace
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +222,16 @@ class Store(Protocol):
 
     def get_answer(self, answer_id: str, *, tenant_id: str) -> StoredAnswer:
         """The answer kept under this id; ``NotFound`` for unknown ids and other tenants'."""
+        ...
+
+    # traces --------------------------------------------------------------------------------
+    def put_trace(self, stored: StoredTrace) -> None:
+        """Keep an answer's trace for the retention the store was opened with (none for 0
+        days), and drop the traces older than it."""
+        ...
+
+    def list_traces(self) -> list[StoredTrace]:
+        """The traces kept, oldest first."""
         ...
 
     def close(self) -> None: ...

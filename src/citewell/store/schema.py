@@ -117,6 +117,20 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         );
         """,
     ),
+    (
+        "0003_traces",
+        """
+        -- Each answer's trace: ids, offsets and support scores only. Never the question, the
+        -- answer or cited text. Rows older than the retention setting are deleted.
+        CREATE TABLE traces (
+            answer_id  TEXT PRIMARY KEY,  -- Answer.id: ans_…
+            agent      TEXT NOT NULL,
+            created_at TEXT NOT NULL,     -- UTC, YYYY-MM-DDTHH:MM:SS.ffffffZ (sorts as text)
+            trace      TEXT NOT NULL      -- the Trace, as JSON
+        );
+        CREATE INDEX traces_by_created_at ON traces (created_at);
+        """,
+    ),
 )
 
 

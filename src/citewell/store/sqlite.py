@@ -20,7 +20,7 @@ import threading
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,17 @@ import numpy as np
 
 from citewell.errors import Conflict, NotFound, StoreError
 from citewell.ingest.base import CharBoxes
-from citewell.model import Answer, Bucket, Chunk, Modality, Page, Source, SourceStatus, Span
+from citewell.model import (
+    Answer,
+    Bucket,
+    Chunk,
+    Modality,
+    Page,
+    Source,
+    SourceStatus,
+    Span,
+    Trace,
+)
 from citewell.store.base import (
     ChunkHit,
     FusedHit,
@@ -36,6 +46,7 @@ from citewell.store.base import (
     Scope,
     SourceDraft,
     StoredAnswer,
+    StoredTrace,
     Vectors,
 )
 from citewell.store.blobs import BlobStore
@@ -69,6 +80,16 @@ def _now() -> str:
     return datetime.now(UTC).isoformat()
 
 
+_UTC_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+"""Fixed-width UTC timestamps, so that text order is time order."""
+
+
+def _utc_text(moment: datetime) -> str:
+    if moment.tzinfo is None:
+        raise ValueError("a trace's time must be timezone-aware")
+    return moment.astimezone(UTC).strftime(_UTC_FORMAT)
+
+
 @contextmanager
 def _store_errors() -> Iterator[None]:
     """The one place where sqlite3's exceptions become citewell's."""
@@ -96,6 +117,7 @@ class SQLiteStore:
         dim: int,
         threads: int = 1,
         ann_threshold: int = 50_000,
+        trace_retention_days: int = 30,
     ) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         self.folder = folder
@@ -106,8 +128,12 @@ class SQLiteStore:
         self._connections_lock = threading.Lock()
         self._write_lock = threading.RLock()
         self._sync_lock = threading.Lock()
+        if trace_retention_days < 0:
+            raise ValueError(f"trace_retention_days must be >= 0, not {trace_retention_days}")
+        self.trace_retention_days = trace_retention_days
         with _store_errors():
             migrate(self._conn())
+        self._purge_traces()
         self.blobs = BlobStore(folder / "blobs")
         self.lexical = LexicalIndex(folder / "lexical", threads=threads)
         self._ann_threshold = ann_threshold
@@ -595,6 +621,44 @@ class SQLiteStore:
             rendered=row["rendered"],
             conversation=tuple((role, text) for role, text in json.loads(row["conversation"])),
         )
+
+    # traces ----------------------------------------------------------------------------------
+    def put_trace(self, stored: StoredTrace) -> None:
+        with self._write() as conn:
+            if self.trace_retention_days > 0:
+                conn.execute(
+                    "INSERT OR REPLACE INTO traces (answer_id, agent, created_at, trace)"
+                    " VALUES (?, ?, ?, ?)",
+                    (
+                        stored.answer_id,
+                        stored.agent,
+                        _utc_text(stored.created_at),
+                        stored.trace.model_dump_json(),
+                    ),
+                )
+            conn.execute("DELETE FROM traces WHERE created_at < ?", (self._trace_cutoff(),))
+
+    def list_traces(self) -> list[StoredTrace]:
+        rows = self._read(
+            "SELECT answer_id, agent, created_at, trace FROM traces ORDER BY created_at, answer_id"
+        )
+        return [
+            StoredTrace(
+                answer_id=row["answer_id"],
+                agent=row["agent"],
+                created_at=datetime.strptime(row["created_at"], _UTC_FORMAT).replace(tzinfo=UTC),
+                trace=Trace.model_validate_json(row["trace"]),
+            )
+            for row in rows
+        ]
+
+    def _trace_cutoff(self) -> str:
+        return _utc_text(datetime.now(UTC) - timedelta(days=self.trace_retention_days))
+
+    def _purge_traces(self) -> None:
+        """Drop the traces older than the retention (all of them for 0 days)."""
+        with self._write() as conn:
+            conn.execute("DELETE FROM traces WHERE created_at < ?", (self._trace_cutoff(),))
 
     # search ----------------------------------------------------------------------------------
     def search_lexical(self, query: str, scope: Scope, *, limit: int) -> list[ChunkHit]:
