@@ -345,3 +345,9 @@ def test_the_data_dir_comes_from_the_environment(tmp_path: Path) -> None:
     env = {"CITEWELL_DATA_DIR": str(tmp_path / "from-env"), "CITEWELL_RETRIEVE__EMBEDDER": "use"}
     CliRunner().invoke(main, ["buckets", "create", "notes"], env=env)
     assert (tmp_path / "from-env" / "citewell.db").exists()
+
+
+def test_serve_refuses_an_unknown_generator(data_dir: Path) -> None:
+    result = run(data_dir, "serve", "--generator", "gpt-9")
+    assert result.exit_code == 2
+    assert "'gpt-9' is not one of" in result.output

@@ -34,7 +34,8 @@ from citewell.cite.locator import locator_label, source_label
 from citewell.config import Settings
 from citewell.errors import CitewellError, ConfigError, NotFound, StoreError
 from citewell.evaluate.loaders import LOADERS
-from citewell.model import MetadataValue, RetrievalMode, SearchRequest
+from citewell.generate import GENERATORS
+from citewell.model import Agent, MetadataValue, RetrievalMode, SearchRequest
 
 if TYPE_CHECKING:
     from citewell.api.search import SearchResults
@@ -482,13 +483,28 @@ def delete_source(source_id: str, data_dir: Path | None) -> None:
     help="TCP port; 0 picks a free one. [default: 8750, or CITEWELL_SERVER__PORT]",
 )
 @click.option("--demo", is_flag=True, help="Load the demo documents into the bucket 'demo' first.")
+@click.option(
+    "--generator",
+    type=click.Choice(sorted(GENERATORS)),
+    help=f"Generator of the default agent ({Agent.DEFAULT_NAME}). [default: extractive]",
+)
+@click.option("--model", help="Model name the default agent passes to its generator.")
 @data_dir_option
-def serve(host: str | None, port: int | None, demo: bool, data_dir: Path | None) -> None:
+def serve(
+    host: str | None,
+    port: int | None,
+    demo: bool,
+    generator: str | None,
+    model: str | None,
+    data_dir: Path | None,
+) -> None:
     """Serve the HTTP API until Ctrl-C."""
     from citewell.api import create_app
 
     server_options = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
     settings = _settings(data_dir, server=server_options)
+    policy = {"generator": generator, "model": model}
+    agent = Agent.model_validate({k: v for k, v in policy.items() if v is not None})
     with _library(settings) as library:
         if demo:
             from citewell.demo import DEMO_BUCKET, load_demo
@@ -496,7 +512,9 @@ def serve(host: str | None, port: int | None, demo: bool, data_dir: Path | None)
             loaded = load_demo(library)
             click.echo(f"demo bucket '{DEMO_BUCKET}': {len(loaded)} documents")
         config = uvicorn.Config(
-            create_app(settings, library), host=settings.server.host, port=settings.server.port
+            create_app(settings, library, agents=[agent]),
+            host=settings.server.host,
+            port=settings.server.port,
         )
         try:
             _AnnouncingServer(config).run()
@@ -534,7 +552,13 @@ class _AnnouncingServer(uvicorn.Server):
 )
 @click.option("--url", help="A running server. [default: start one on a fresh data folder]")
 @click.option("--api-key", envvar="CITEWELL_API_KEY", default="citewell", help="Key sent.")
-@click.option("--generator", default="extractive", show_default=True, help="Generator to run.")
+@click.option(
+    "--generator",
+    default="extractive",
+    show_default=True,
+    help="Generator of the default agent of the server started (`serve --generator`); with "
+    "--url only recorded in the report.",
+)
 @click.option("--model", default="citewell-agent", show_default=True, help="Agent asked.")
 @click.option("--json", "json_file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path))
@@ -558,11 +582,6 @@ def eval_(
     from citewell.evaluate.report import html_page, summary
     from citewell.evaluate.runner import evaluate
 
-    if url is None and generator != "extractive":
-        raise click.UsageError(
-            "a server started by `citewell eval` answers with its default agent (extractive); "
-            "serve one configured for this generator and pass --url"
-        )
     if path is None:
         root = os.environ.get("CITEWELL_EVALDATA_DIR")
         if not root:
@@ -598,6 +617,7 @@ def eval_(
             api_key=api_key,
             model=model,
             meta=meta,
+            generator=None if url else generator,
             progress=progress,
         )
     except (ValueError, RuntimeError, OSError) as exc:

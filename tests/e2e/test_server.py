@@ -278,3 +278,32 @@ def test_the_demo_documents_cover_four_formats_and_three_languages() -> None:
     text = b"".join(documents.values()).decode()
     assert "Refunds" in text and "préstamo" in text and "茶园" in text
     assert json.dumps(sorted(documents))  # plain file names, nothing nested
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "words"),
+    [
+        ((), 200, "The Tigers won the 1998 final."),
+        (
+            ("--generator", "openai-compatible", "--model", "smollm2"),
+            502,
+            "CITEWELL_GENERATE__OPENAI__BASE_URL",
+        ),
+    ],
+)
+def test_serve_chooses_the_default_agents_generator(
+    tmp_path: Path, args: tuple[str, ...], status: int, words: str
+) -> None:
+    """By default the extractive generator answers; ``--generator`` names another, here one
+    whose endpoint is not configured, so the answer fails, naming the missing setting."""
+    port, log = free_port(), tmp_path / "server.log"
+    with launched(tmp_path / "data", "--port", str(port), *args, log=log) as process:
+        url = f"http://127.0.0.1:{port}"
+        wait_healthy(url, process, log)
+        with httpx.Client(base_url=url, timeout=60) as client:
+            assert client.post("/v1/buckets", json={"slug": "notes"}).status_code == 201
+            note = {"file": ("final.txt", b"The Tigers won the 1998 final.")}
+            assert client.post("/v1/buckets/notes/sources", files=note).status_code == 201
+            response = client.post("/v1/responses", json={"input": "Who won the 1998 final?"})
+    assert response.status_code == status, response.text
+    assert words in response.text

@@ -41,11 +41,16 @@ Asker = Callable[[Case], Outcome]
 
 @contextmanager
 def serving(
-    data_dir: Path, *, env: Mapping[str, str] | None = None, timeout: float = 600
+    data_dir: Path,
+    *,
+    generator: str | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 600,
 ) -> Iterator[str]:
-    """``citewell serve --port 0 --data-dir DATA_DIR`` in a subprocess: yields its URL once it
-    prints "citewell is serving at", and stops it afterwards. ``env`` replaces the process's
-    environment (default: this process's)."""
+    """``citewell serve --port 0 --data-dir DATA_DIR [--generator GENERATOR]`` in a subprocess:
+    yields its URL once it prints "citewell is serving at", and stops it afterwards. ``env``
+    replaces the process's environment (default: this process's), which is where a generator's
+    settings (``CITEWELL_GENERATE__…``) come from."""
     command = [
         str(Path(sys.executable).with_name("citewell")),
         "serve",
@@ -53,6 +58,7 @@ def serving(
         "0",
         "--data-dir",
         str(data_dir),
+        *(["--generator", generator] if generator else []),
     ]
     process = subprocess.Popen(
         command,
@@ -282,10 +288,12 @@ def evaluate(
     api_key: str,
     model: str,
     meta: Mapping[str, Any],
+    generator: str | None = None,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Ingests ``data`` into the server at ``url`` (or one started on a fresh data folder), asks
-    every case through ``surface`` and returns the report (``report.build``)."""
+    """Ingests ``data`` into the server at ``url`` (or one started on a fresh data folder whose
+    default agent answers with ``generator``), asks every case through ``surface`` and returns
+    the report (``report.build``)."""
     import tempfile
     from contextlib import ExitStack
 
@@ -300,7 +308,7 @@ def evaluate(
     with ExitStack() as stack:
         if url is None:
             folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="citewell-eval-"))
-            url = stack.enter_context(serving(Path(folder)))
+            url = stack.enter_context(serving(Path(folder), generator=generator))
         started = time.perf_counter()
         step = (lambda done, total: progress("ingest", done, total)) if progress else None
         buckets = ingest(data, url, api_key, progress=step)
