@@ -6,9 +6,10 @@
     DELETE /v1/files/{file_id}                        -> {"id", "type": "file_deleted"}
 
 Files are kept per tenant in ``citewell.store.files`` (not as sources: nothing retrieves from
-them). OpenAI's Files API lives on the same paths in a later version; a request tells which one
-it means by its ``anthropic-version`` header (``dialect``). Until OpenAI's exists, every request
-gets Anthropic's shapes, and errors take Anthropic's shape when the header is present.
+them). OpenAI's Files API will live on the same paths; a request tells which one it means by
+its ``anthropic-version`` header (``citewell.api.errors.is_anthropic``). Until OpenAI's exists,
+every request gets Anthropic's shapes, and errors take Anthropic's shape when the header is
+present.
 """
 
 from __future__ import annotations
@@ -23,19 +24,14 @@ from pydantic import BaseModel, Field
 
 from citewell.api.deps import PrincipalDep
 from citewell.api.errors import request_id
-from citewell.api.sources import _read_upload
+from citewell.api.sources import read_upload
 from citewell.errors import StoreError, UnsupportedFormat
 from citewell.ingest import detect_media_type
 from citewell.store.files import FileStore, StoredFile
 
-__all__ = ["FileMetadata", "dialect", "router"]
+__all__ = ["FileMetadata", "router"]
 
 router = APIRouter(tags=["files"])
-
-
-def dialect(request: Request) -> Literal["anthropic", "openai"]:
-    """Which Files API a request speaks: Anthropic's SDKs always send ``anthropic-version``."""
-    return "anthropic" if "anthropic-version" in request.headers else "openai"
 
 
 def get_files(request: Request) -> FileStore:
@@ -97,7 +93,7 @@ async def upload_file(
     """Keep a file to name later in ``document`` blocks (``{"type": "file", "file_id": …}``)."""
     files = get_files(request)
     limit = request.app.state.library.settings.ingest.max_file_bytes
-    data = await anyio.to_thread.run_sync(_read_upload, file, limit)
+    data = await anyio.to_thread.run_sync(read_upload, file, limit)
     filename = (file.filename or "file").replace("\\", "/").rsplit("/", 1)[-1] or "file"
     mime_type = _media_type(data, filename, file.content_type)
     stored = await anyio.to_thread.run_sync(

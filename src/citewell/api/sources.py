@@ -20,7 +20,7 @@ from citewell.api.deps import LibraryDep, ListObject, PrincipalDep, WireModel, W
 from citewell.errors import FileTooLarge, InvalidRequest
 from citewell.model import IngestOutcome, IngestResult, MetadataValue, Modality, Page, Source
 
-__all__ = ["IngestResponse", "SourceObject", "router"]
+__all__ = ["IngestResponse", "SourceObject", "read_upload", "router"]
 
 router = APIRouter(tags=["sources"])
 
@@ -151,7 +151,7 @@ def upload_source(
 ) -> IngestResponse:
     """Ingest one file: a new source, a new version of one, or nothing for bytes already held."""
     limit = library.settings.ingest.max_file_bytes
-    data = _read_upload(file, limit)
+    data = read_upload(file, limit)
     result = library.ingest(
         data,
         filename=file.filename or "",
@@ -223,7 +223,7 @@ def get_source_text(source_id: str, library: LibraryDep, principal: PrincipalDep
     )
 
 
-def _read_upload(file: UploadFile, limit: int) -> bytes:
+def read_upload(file: UploadFile, limit: int) -> bytes:
     """The uploaded bytes, read in chunks so that an oversized file stops at the limit."""
     parts: list[bytes] = []
     size = 0
