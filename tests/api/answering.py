@@ -34,6 +34,7 @@ def support(claim: str, cited: str) -> float:
 AGENTS = (
     Agent(),
     Agent(name="scripted", generator="scripted"),
+    Agent(name="wandering", generator="wandering"),
     Agent(name="hidden", generator="scripted", show_sources=False),
     Agent(name="declining", generator="declining"),
     Agent(name="broken", generator="broken"),
@@ -64,6 +65,20 @@ class Scripted:
             yield TextPiece(piece)
 
 
+UNSUPPORTED = "The shop sells ice cream on Sundays."
+"""A sentence no source holds: a non-strict agent keeps it, uncited, and flags it."""
+
+
+class Wandering:
+    """Answers a cited sentence, then one the sources do not support."""
+
+    name = "wandering"
+
+    async def generate(self, evidence: Evidence, *, agent: Agent) -> AsyncIterator[Draft]:
+        refunds = number(evidence, "thirty days")
+        yield TextPiece(f"Refunds are paid within thirty days [{refunds}]. {UNSUPPORTED}")
+
+
 class Failing:
     def __init__(self, name: str, error: Exception | None) -> None:
         self.name = name
@@ -89,6 +104,7 @@ def answering(settings: Settings, scripted: Scripted) -> Iterator[TestClient]:
         engine = client.app.state.engine  # type: ignore[attr-defined]
         engine.generators.update(
             scripted=scripted,
+            wandering=Wandering(),
             declining=Failing("declining", None),
             broken=Failing("broken", GeneratorUnavailable("The model server refused.")),
             slow=Failing("slow", GeneratorTimeout("The model did not answer in time.")),

@@ -11,6 +11,7 @@ from tests.api.answering import (
     ANSWER,
     FIRST,
     SECOND,
+    UNSUPPORTED,
     WARRANTY,
     Scripted,
     answering,
@@ -179,9 +180,29 @@ def test_a_stream_sends_text_then_all_annotations_in_one_chunk(answering: TestCl
     assert deltas[1] == {"content": FIRST}  # as soon as the generator wrote it
     assert all(set(d) == {"content"} for d in deltas[1:-2])
     assert "".join(d["content"] for d in deltas[1:-2]) == ANSWER + APPENDIX
-    assert deltas[-2:] == [{"annotations": whole["annotations"]}, {}]
+    grounding = {"annotations": whole["annotations"], "unsupported_claims": []}
+    assert deltas[-2:] == [grounding, {}]
     assert chunks[-3]["choices"][0]["finish_reason"] == "stop"
     assert chunks[-2]["choices"] == [] and chunks[-2]["usage"]["total_tokens"] > 0
+
+
+def test_an_unsupported_claim_is_flagged_whole_and_streamed(answering: TestClient) -> None:
+    whole = complete(answering, model="wandering")["choices"][0]["message"]
+    start = whole["content"].index(UNSUPPORTED)
+    assert whole["content"].startswith(f"{FIRST} {UNSUPPORTED}")
+    assert whole["unsupported_claims"] == [
+        {"start_index": start, "end_index": start + len(UNSUPPORTED)}
+    ]
+    assert all(a["url_citation"]["end_index"] <= start for a in whole["annotations"])
+    sent = answering.post(
+        "/v1/chat/completions",
+        json={"model": "wandering", "messages": QUESTION, "stream": True},
+    )
+    deltas = [c["choices"][0]["delta"] for c in sse(sent.text, named=False)[:-1]]
+    grounding = [d for d in deltas if "annotations" in d]
+    assert grounding == [
+        {"annotations": whole["annotations"], "unsupported_claims": whole["unsupported_claims"]}
+    ]
 
 
 def test_generator_failures(answering: TestClient) -> None:

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from citewell.api import create_app
 from citewell.config import IngestSettings, Settings
-from tests.api.answering import answering, scripted, sse
+from tests.api.answering import FIRST, UNSUPPORTED, answering, scripted, sse
 from tests.api.conftest import Response
 
 __all__ = ["answering", "scripted"]  # fixtures
@@ -265,6 +265,31 @@ def test_hidden_sources_give_plain_text(answering: TestClient) -> None:
         )
     )
     assert [set(b) for b in body["content"]] == [{"type", "text"}]
+
+
+def test_an_unsupported_claim_is_a_flagged_block_without_citations(
+    answering: TestClient,
+) -> None:
+    body = message(
+        answering.post(
+            "/v1/messages",
+            json={
+                "model": "wandering",
+                "max_tokens": 50,
+                "messages": [{"role": "user", "content": "How long do refunds take?"}],
+            },
+        )
+    )
+    assert [set(b) for b in body["content"]] == [
+        {"type", "text", "citations"},
+        {"type", "text"},
+        {"type", "text", "unsupported"},
+    ]
+    assert [b["text"] for b in body["content"]] == [FIRST, " ", UNSUPPORTED]
+    assert body["content"][2]["unsupported"] is True
+    assert [c["cited_text"] for c in cited(body)] == [
+        "Refunds are paid within thirty days of the request."
+    ]
 
 
 def test_the_refusal_is_a_plain_block(answering: TestClient) -> None:
@@ -526,6 +551,11 @@ def sdk_messages(blocks: list[dict[str, Any]], question: str) -> Any:
             "Refunds are paid within thirty days. Every bicycle carries a two-year warranty.",
             "How long do refunds take, and the warranty?",
         ),
+        (
+            "wandering",
+            "Refunds are paid within thirty days. Every bicycle carries a two-year warranty.",
+            "How long do refunds take?",
+        ),
         ("citewell-agent", GRASS, "What color is the sky?"),
     ],
 )
@@ -542,6 +572,8 @@ def test_the_sdk_stream_helper_accumulates_the_same_message(
     assert citations
     assert final.model_dump(exclude={"id"}) == whole.model_dump(exclude={"id"})
     assert final.content[0].citations[0].type == "char_location"  # type: ignore[union-attr,index]
+    flags = [block.model_dump().get("unsupported", False) for block in final.content]
+    assert flags == ([False, False, True] if model == "wandering" else [False] * len(flags))
 
 
 def test_sdk_errors_carry_the_request_id(client: TestClient) -> None:

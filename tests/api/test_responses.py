@@ -12,6 +12,7 @@ from tests.api.answering import (
     FIRST,
     POLICY,
     SECOND,
+    UNSUPPORTED,
     WARRANTY,
     Scripted,
     answering,
@@ -273,6 +274,22 @@ def test_a_stored_response_reads_back_exactly_and_continues(
     assert_error(answering.get("/v1/responses/resp_nope"), 404, code="not_found")
     unstored = respond(answering, store=False)
     assert_error(answering.get(f"/v1/responses/{unstored['id']}"), 404)
+
+
+def test_an_unsupported_claim_is_flagged_whole_and_at_the_end_of_a_stream(
+    answering: TestClient,
+) -> None:
+    whole = part(respond(answering, "How long do refunds take?", model="wandering"))
+    start = whole["text"].index(UNSUPPORTED)
+    assert whole["text"] == f"{FIRST} {UNSUPPORTED}"
+    assert whole["unsupported_claims"] == [{"start_index": start, "end_index": len(whole["text"])}]
+    assert [a["end_index"] for a in whole["annotations"]] == [len(FIRST)]
+    sent = answering.post(
+        "/v1/responses",
+        json={"model": "wandering", "input": "How long do refunds take?", "stream": True},
+    )
+    done = [e["part"] for e in sse(sent.text) if e["type"] == "response.content_part.done"]
+    assert [p["unsupported_claims"] for p in done] == [whole["unsupported_claims"]]
 
 
 def test_a_stream_follows_openais_event_sequence(answering: TestClient) -> None:

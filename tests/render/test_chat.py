@@ -88,7 +88,7 @@ def test_chunks_carry_text_then_every_annotation_in_one_delta(answer: Answer) ->
     final = render_completion(answer, options(citation_compat="legacy"))["choices"][0]["message"]
     assert deltas[0] == {"role": "assistant", "content": "", "refusal": None}
     assert [d.get("content") for d in deltas[1:4]] == [f"{FIRST}[1]", f" {SECOND}[1][2]", APPENDIX]
-    assert deltas[4] == {"annotations": final["annotations"]}
+    assert deltas[4] == {"annotations": final["annotations"], "unsupported_claims": []}
     assert deltas[5] == {} and chunks[5]["choices"][0]["finish_reason"] == "stop"
     assert "".join(d.get("content", "") for d in deltas) == final["content"]
 

@@ -13,8 +13,8 @@ this server; ``title`` is its file name. Chat clients mostly show ``content`` al
 the "Sources:" appendix is included by default.
 
 Streaming sends ``data:`` lines only: text deltas as the answer grows, then every annotation in
-ONE delta (the SDK's ``chat.completions.stream()`` crashes on a second one), the finish chunk,
-the usage chunk when asked for, and ``data: [DONE]``.
+ONE delta (the SDK's ``chat.completions.stream()`` crashes on a second one) with the message's
+``unsupported_claims``, the finish chunk, the usage chunk when asked for, and ``data: [DONE]``.
 """
 
 from __future__ import annotations
@@ -148,8 +148,9 @@ class ChatStream:
         message = final["choices"][0]["message"]
         if self._text.text != message["content"]:
             raise RuntimeError("the streamed text differs from the final text")
-        if message["annotations"]:
-            out.append(self._chunk({"annotations": message["annotations"]}))
+        if message["annotations"] or "unsupported_claims" in message:
+            grounding = ("annotations", "unsupported_claims")
+            out.append(self._chunk({k: message[k] for k in grounding if k in message}))
         out.append(self._chunk({}, finish_reason="stop", metadata=final["metadata"]))
         if self._options.include_usage:
             out.append(self._line({**self._envelope, "choices": [], "usage": final["usage"]}))

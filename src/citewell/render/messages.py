@@ -6,6 +6,9 @@
 The answer's text is cut into ``text`` blocks: each claim with citations to show is a block of
 its own carrying them; the text between such claims (uncited claims, spaces, a refusal) goes in
 plain blocks without ``citations``. The blocks' texts concatenate to exactly the answer's text.
+A claim the sources do not support (kept, uncited, by a non-strict agent) is a block of its own
+flagged ``"unsupported": true`` when sources are shown: the flag stays on the block in the SDK's
+stream accumulator, where a field on the message would be lost.
 
 A citation is named by the ``Citable`` of the chunk it cites (``citewell.documents``): a
 request's own documents as ``char_location`` / ``page_location`` / ``content_block_location`` /
@@ -27,8 +30,16 @@ from typing import Any
 from citewell.cite.locator import page_at
 from citewell.documents import Citable, block_range
 from citewell.engine import AnswerEvent, ClaimDone, Completed, Retrieved, TextDelta
-from citewell.model import Answer, Citation, GroundingState, Passage, Span
-from citewell.render.common import AnswerOptions, Ids, count_tokens, dumps, source_url
+from citewell.model import Answer, Citation, Claim, Passage
+from citewell.render.common import (
+    AnswerOptions,
+    Ids,
+    citations_by_claim,
+    count_tokens,
+    dumps,
+    shows_sources,
+    source_url,
+)
 
 __all__ = [
     "MessageOptions",
@@ -103,10 +114,16 @@ def location(citation: Citation, citable: Citable) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class _Piece:
-    """Rendered text: plain (no citations), or one cited claim with its citations."""
+    """Rendered text: plain (no citations), one cited claim with its citations, or one claim
+    flagged as unsupported."""
 
     text: str
     citations: tuple[dict[str, Any], ...] | None = None
+    unsupported: bool = False
+
+    @property
+    def plain(self) -> bool:
+        return self.citations is None and not self.unsupported
 
 
 class _Blocks:
@@ -123,16 +140,19 @@ class _Blocks:
         # Nothing can be cited: no need to wait for claims.
         return [] if self.show else self._plain(len(self._text))
 
-    def claim(self, span: Span, citations: Sequence[Citation]) -> list[_Piece]:
+    def claim(self, claim: Claim, citations: Sequence[Citation]) -> list[_Piece]:
+        span = claim.span
         shown = [
             location(c, citable)
             for c in citations
             if (citable := self.citables.get(c.chunk_id)) is not None and citable.cite
         ]
-        if not self.show or not shown or span.start < self._done:
+        unsupported = claim.needs_citation and not claim.supported
+        if not self.show or not (shown or unsupported) or span.start < self._done:
             return self._plain(span.end)
         pieces = self._plain(span.start)
-        pieces.append(_Piece(self._text[span.start : span.end], tuple(shown)))
+        text = self._text[span.start : span.end]
+        pieces.append(_Piece(text, tuple(shown)) if shown else _Piece(text, unsupported=True))
         self._done = span.end
         return pieces
 
@@ -148,18 +168,14 @@ class _Blocks:
 
 
 def _pieces(answer: Answer, options: MessageOptions) -> list[_Piece]:
-    blocks = _Blocks(show_sources=_shows(answer, options), citables=_citables(answer, options))
+    blocks = _Blocks(
+        show_sources=shows_sources(answer, options), citables=_citables(answer, options)
+    )
     pieces = blocks.add(answer.text)
-    grouped: dict[int, list[Citation]] = {}
-    for citation in answer.citations:
-        grouped.setdefault(citation.claim_index, []).append(citation)
+    grouped = citations_by_claim(answer)
     for index, claim in enumerate(answer.claims):
-        pieces += blocks.claim(claim.span, grouped.get(index, ()))
+        pieces += blocks.claim(claim, grouped.get(index, ()))
     return pieces + blocks.finish()
-
-
-def _shows(answer: Answer, options: MessageOptions) -> bool:
-    return options.show_sources and answer.grounding is not GroundingState.HIDDEN
 
 
 def _citables(answer: Answer, options: MessageOptions) -> Mapping[str, Citable]:
@@ -170,13 +186,20 @@ def _content(pieces: Iterable[_Piece]) -> list[dict[str, Any]]:
     """Pieces as ``text`` blocks: consecutive plain pieces share one block."""
     content: list[dict[str, Any]] = []
     for piece in pieces:
-        if piece.citations is None and content and "citations" not in content[-1]:
+        if piece.plain and content and content[-1].keys() == {"type", "text"}:
             content[-1]["text"] += piece.text
-        elif piece.citations is None:
-            content.append({"type": "text", "text": piece.text})
         else:
-            content.append({"type": "text", "text": piece.text, "citations": list(piece.citations)})
+            content.append({**_block(piece), "text": piece.text})
     return content
+
+
+def _block(piece: _Piece) -> dict[str, Any]:
+    """The ``text`` block of a piece, its text still empty (as a stream's block starts)."""
+    if piece.citations is not None:
+        return {"type": "text", "text": "", "citations": list(piece.citations)}
+    if piece.unsupported:
+        return {"type": "text", "text": "", "unsupported": True}
+    return {"type": "text", "text": ""}
 
 
 def _input_tokens(question: str, options: MessageOptions, passages: Sequence[Passage]) -> int:
@@ -253,9 +276,7 @@ class MessageStream:
             out += self._start() + self._send(self._blocks.add(event.text))
         elif isinstance(event, ClaimDone):
             result = event.result
-            out += self._start() + self._send(
-                self._blocks.claim(result.claim.span, result.citations)
-            )
+            out += self._start() + self._send(self._blocks.claim(result.claim, result.citations))
         elif isinstance(event, Completed):
             out += self._start() + self._completed(event.answer)
         return out
@@ -279,20 +300,24 @@ class MessageStream:
     def _send(self, pieces: Iterable[_Piece]) -> list[str]:
         out: list[str] = []
         for piece in pieces:
-            if piece.citations is None:
+            if piece.plain:
                 if not piece.text:
                     continue
                 if not self._open_plain:
                     out += self._close()
-                    out += self._open({"type": "text", "text": ""})
+                    out += self._open(_block(piece))
                     self._open_plain = True
                 out.append(self._delta({"type": "text_delta", "text": piece.text}))
                 continue
             out += self._close()
-            out += self._open({"type": "text", "text": "", "citations": []})
+            block = _block(piece)
+            if "citations" in block:
+                block["citations"] = []  # they follow the text as deltas (wire-formats C.5)
+            out += self._open(block)
             out.append(self._delta({"type": "text_delta", "text": piece.text}))
             out += [
-                self._delta({"type": "citations_delta", "citation": c}) for c in piece.citations
+                self._delta({"type": "citations_delta", "citation": c})
+                for c in piece.citations or ()
             ]
             out += self._close()
         return out
