@@ -37,20 +37,20 @@ import argparse
 import asyncio
 import hashlib
 import itertools
-import json
 import os
 import pickle
-import re
 import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from citewell.config import RetrieveSettings, Settings
+from citewell.evaluate.loaders import LOADERS, Case
+from citewell.evaluate.loaders import load as load_cases
 from citewell.generate.base import Evidence
 from citewell.generate.extractive import ExtractiveGenerator, Features, Weights, sentence_features
 from citewell.library import Library
@@ -70,79 +70,30 @@ def held_out(title: str) -> bool:
 
 
 # data --------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Gold:
-    filename: str
-    span: Span
-    text: str
-
-
-@dataclass(frozen=True)
-class Item:
-    id: str
-    question: str
-    golds: tuple[Gold, ...]
-    """Empty for an unanswerable question."""
-    article: str
-    held_out: bool
-
-
 @dataclass
 class DataSet:
+    """One set's questions (``citewell.evaluate`` cases) and its articles, all in one bucket."""
+
     name: str
     language: str
-    documents: dict[str, str] = field(default_factory=dict)
-    items: list[Item] = field(default_factory=list)
+    documents: dict[str, str]
+    """File name → canonical text."""
+    items: list[Case]
 
     def split(self, part: str) -> DataSet:
         """The items of one part: 'held-out', 'tune' or 'all' (documents are kept whole)."""
         if part == "all":
             return self
         wanted = part == "held-out"
-        return replace(self, items=[i for i in self.items if i.held_out == wanted])
+        return replace(self, items=[i for i in self.items if held_out(i.article) == wanted])
 
 
 def load(evaldata: Path, name: str) -> DataSet:
-    if name == "squad2":
-        path = evaldata / "squad_v2_dev_half" / "dev-v2.0-half.json"
-        return squad_format(path, name, "en")
-    language = name.removeprefix("xquad-")
-    return squad_format(evaldata / "xquad" / f"xquad.{language}.json", name, language)
-
-
-def squad_format(path: Path, name: str, language: str) -> DataSet:
-    """One source per article; gold answers as ranges of the article's canonical text."""
-    data = DataSet(name, language)
-    for number, article in enumerate(json.loads(path.read_text(encoding="utf-8"))["data"]):
-        title = article["title"]
-        filename = f"{number:02d}-{re.sub(r'[^A-Za-z0-9]+', '-', title)}.txt"
-        contexts = [p["context"] for p in article["paragraphs"]]
-        joined = "\n\n".join(contexts)
-        # What the text parser keeps: the file without its byte-order mark, stripped.
-        unmarked = joined.removeprefix("\ufeff")
-        text = unmarked.strip()
-        lead = len(joined) - len(unmarked.lstrip())
-        data.documents[filename] = text
-        offset = -lead
-        for paragraph, context in zip(article["paragraphs"], contexts, strict=True):
-            for qa in paragraph["qas"]:
-                golds = tuple(_golds(filename, text, offset, qa["answers"]))
-                data.items.append(Item(qa["id"], qa["question"], golds, title, held_out(title)))
-            offset += len(context) + 2
-    return data
-
-
-def _golds(filename: str, text: str, offset: int, answers: list[dict[str, Any]]) -> Iterator[Gold]:
-    seen = set()
-    for answer in answers:
-        start = offset + answer["answer_start"]
-        span = Span(start=start, end=start + len(answer["text"]))
-        if span in seen:
-            continue
-        seen.add(span)
-        if text[span.start : span.end] != answer["text"]:
-            raise SystemExit(f"gold answer misplaced in {filename}: {answer}")
-        yield Gold(filename, span, answer["text"])
+    """``squad2``, or ``xquad-<language>``, read by ``citewell.evaluate.loaders``."""
+    loader, language = ("squad2", "en") if name == "squad2" else ("xquad", name[-2:])
+    read = load_cases(loader, evaldata / LOADERS[loader][0]).select(language=language)
+    documents = {d.filename: d.text for d in read.documents.values()}
+    return DataSet(name, language, documents, read.cases)
 
 
 # stores ------------------------------------------------------------------------------------
@@ -250,10 +201,10 @@ def source_names(library: Library, agent: Agent) -> dict[str, str]:
 @contextmanager
 def engine_asker(library: Library, agent: Agent) -> Iterator[Asker]:
     """Questions through ``Engine.ask`` in process, as a server would answer them."""
-    from citewell.cite.verify import LexicalVerifier
+    from citewell.cite.verify import CalibratedVerifier
     from citewell.engine import Engine, Question
 
-    engine = Engine(library, {"extractive": ExtractiveGenerator()}, LexicalVerifier(), (agent,))
+    engine = Engine(library, {"extractive": ExtractiveGenerator()}, CalibratedVerifier(), (agent,))
     names = source_names(library, agent)
 
     with asyncio.Runner() as runner:
@@ -363,10 +314,10 @@ def serving(settings: Settings, *, timeout: float = 600) -> Iterator[str]:
 # metrics -----------------------------------------------------------------------------------
 def row(data: DataSet, outcomes: Sequence[Outcome]) -> list[object]:
     pairs = list(zip(data.items, outcomes, strict=True))
-    answerable = [(i, o) for i, o in pairs if i.golds]
-    unanswerable = [(i, o) for i, o in pairs if not i.golds]
+    answerable = [(i, o) for i, o in pairs if i.answerable]
+    unanswerable = [(i, o) for i, o in pairs if not i.answerable]
     contains = mean(
-        float(not o.declined and any(g.text in o.text for g in i.golds)) for i, o in answerable
+        float(not o.declined and any(a in o.text for a in i.answers)) for i, o in answerable
     )
     answered = [(i, o) for i, o in answerable if not o.declined]
     cited = [(i, c) for i, o in answered for c in o.citations]
@@ -406,9 +357,10 @@ HEADER = [
 ]
 
 
-def precise(item: Item, citation: tuple[str, Span]) -> bool:
+def precise(item: Case, citation: tuple[str, Span]) -> bool:
     filename, span = citation
-    return any(g.filename == filename and g.span.overlaps(span) for g in item.golds)
+    golds = (Span(start=e.start, end=e.end) for e in item.evidence if e.filename == filename)
+    return any(gold.overlaps(span) for gold in golds)
 
 
 def quality(args: argparse.Namespace) -> None:
@@ -517,7 +469,7 @@ def evidence_for(data: DataSet, settings: Settings, agent: Agent) -> list[Eviden
 class Labelled:
     """One question's evidence as the tuner needs it: features, and which sentences are right."""
 
-    item: Item
+    item: Case
     evidence: Evidence
     features: list[Features]
     right: list[bool]
@@ -543,12 +495,12 @@ def simulate(questions: Sequence[Labelled], weights: Weights) -> dict[str, float
     false_refusals: list[float] = []
     for q in questions:
         chosen = generator.choose(q.evidence, q.features, max_sources=Agent().max_sources)
-        if not q.item.golds:
+        if not q.item.answerable:
             refused.append(float(not chosen))
             continue
         false_refusals.append(float(not chosen))
         text = " ".join(q.evidence.sentences[i].text for i in chosen)
-        contains.append(float(bool(chosen) and any(g.text in text for g in q.item.golds)))
+        contains.append(float(bool(chosen) and any(a in text for a in q.item.answers)))
         precise_.extend(float(q.right[i]) for i in chosen)
     return {
         "contains": mean(contains),
@@ -580,7 +532,7 @@ def tune(args: argparse.Namespace) -> None:
         settings = prepare_store(data, args.embedder, args.workers, 0)
         prepared.append((name, labelled(data, evidence_for(data, settings, agent_for(0)))))
     rows = [
-        [name, len(qs), mean(float(any(q.right)) for q in qs if q.item.golds)]
+        [name, len(qs), mean(float(any(q.right)) for q in qs if q.item.answerable)]
         for name, qs in prepared
     ]
     print(table(rows, ["set", "questions", "gold sentence in evidence"]))

@@ -33,9 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from answers import HEADER, DataSet, Item, Outcome, load, row, serving
+from answers import HEADER, DataSet, Outcome, load, row, serving
 from citewell.config import RetrieveSettings, Settings
 from citewell.engine import REFUSALS
+from citewell.evaluate.loaders import Case
 from citewell.model import Span
 from common import evaldata_dir, machine, percentile, reproduce_line, table
 
@@ -52,7 +53,7 @@ class Part:
     text: str
 
 
-def parts_of(data: DataSet, item: Item, unit: str) -> list[Part]:
+def parts_of(data: DataSet, item: Case, unit: str) -> list[Part]:
     filename = _filename(item)
     text = data.documents[filename]
     if unit == "article":
@@ -66,11 +67,9 @@ def parts_of(data: DataSet, item: Item, unit: str) -> list[Part]:
     return parts
 
 
-def _filename(item: Item) -> str:
-    """The source file of the item's article (every XQuAD question has gold answers in it)."""
-    if item.golds:
-        return item.golds[0].filename
-    raise SystemExit(f"question {item.id} has no gold answer to find its article by")
+def _filename(item: Case) -> str:
+    """The source file of the item's article."""
+    return item.documents[0]
 
 
 @dataclass
@@ -81,7 +80,7 @@ class Checks:
     exact: int = 0
 
 
-Asker = Callable[[Item], Outcome]
+Asker = Callable[[Case], Outcome]
 
 
 def messages_asker(
@@ -92,7 +91,7 @@ def messages_asker(
     client = anthropic.Anthropic(base_url=url.rstrip("/"), api_key=api_key, max_retries=0)
     refusals = tuple(REFUSALS.values())
 
-    def ask(item: Item) -> Outcome:
+    def ask(item: Case) -> Outcome:
         parts = parts_of(data, item, unit)
         documents: list[Any] = [
             {
@@ -138,7 +137,7 @@ def messages_asker(
     return ask
 
 
-def answer_all(ask: Asker, items: Sequence[Item]) -> list[Outcome]:
+def answer_all(ask: Asker, items: Sequence[Case]) -> list[Outcome]:
     """Every question in turn, after three untimed warm-up questions."""
     for warm_up in items[:3]:
         ask(warm_up)

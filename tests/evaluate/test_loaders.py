@@ -53,6 +53,21 @@ def test_xquad_keeps_each_language_in_its_own_bucket(evaldata: Path) -> None:
     }
 
 
+def test_squad_format_cases_name_their_article_for_splits_by_article(evaldata: Path) -> None:
+    data = read(evaldata, "xquad")
+    articles: dict[str, list[str]] = {c.language: [] for c in data.cases}
+    for case in data.cases:
+        if case.article not in articles[case.language]:
+            articles[case.language].append(case.article)
+    assert articles["en"][:3] == [
+        "Warsaw",
+        "Computational_complexity_theory",
+        "Sky_(United_Kingdom)",
+    ]
+    assert articles["es"] == articles["zh"] == articles["en"]  # parallel translations
+    assert len(articles["en"]) == 15
+
+
 def test_squad2_gold_answer_is_an_exact_range_of_the_article(evaldata: Path) -> None:
     data = read(evaldata, "squad2")
     case = next(c for c in data.cases if c.evidence)

@@ -61,6 +61,9 @@ class Case:
     """Slug of the bucket the question is asked against."""
     documents: tuple[str, ...]
     """File names (in ``bucket``) the case comes with: what a limited run ingests."""
+    article: str = ""
+    """The title of the article the question was written on (SQuAD-format sets; "" in the
+    others): what a split by article keys on."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +167,7 @@ def squad_format(
                         answerable=answerable,
                         bucket=bucket,
                         documents=(filename,),
+                        article=title,
                     )
                 )
             offset += len(context) + 2
