@@ -23,8 +23,8 @@ $(STAMP): pyproject.toml
 	touch $@
 
 lint: install
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/ruff format --check src tests bench scripts
 	$(BIN)/mypy
 
 # A real local OpenAI-compatible server for the generator's tests: llama-cpp-python's server with
@@ -61,7 +61,7 @@ $(LLM_STAMP): | llama-wheel
 # SDK and pytest; the server they start runs on the main venv's python.
 test: install $(if $(wildcard $(WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl),llm) $(OLD_SDKS)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
-	$(OLD_SDK_RUN) .venv-openai1/bin/python -m pytest --noconftest tests/e2e/test_openai_sdk.py
+	$(OLD_SDK_RUN) .venv-openai1/bin/python -m pytest --noconftest tests/e2e/test_openai_sdk.py tests/e2e/test_openai_vector_stores.py
 	$(OLD_SDK_RUN) .venv-anthropic0/bin/python -m pytest --noconftest tests/e2e/test_anthropic_sdk.py
 	$(OLD_SDK_RUN) .venv-anthropic1/bin/python -m pytest --noconftest tests/e2e/test_anthropic_sdk.py
 

@@ -1,4 +1,6 @@
-"""Write docs/settings.md from the settings' own descriptions: .venv/bin/python scripts/settings_doc.py
+"""Write docs/settings.md from the settings' own descriptions.
+
+    .venv/bin/python scripts/settings_doc.py
 
 tests/test_docs.py fails when the page and the code disagree.
 """

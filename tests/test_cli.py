@@ -239,6 +239,11 @@ def test_search_json_prints_the_same_objects_as_the_http_api(filled: Path) -> No
         served = client.post(
             "/v1/search", json={"query": "refund", "buckets": ["handbook"], "max_results": 2}
         ).json()
+    # A signed link needs the server that signs it: the command line has none to give.
+    assert [r.pop("access_url") for r in printed["data"]] == [None, None]
+    assert all(
+        r.pop("access_url").startswith("http://testserver/v1/links/") for r in served["data"]
+    )
     assert printed == served
     assert len(printed["data"]) == 2
 
@@ -341,6 +346,79 @@ def test_a_source_is_deleted_by_id(filled: Path) -> None:
     assert run(filled, "sources", "delete", source_id).exit_code == 1
 
 
+def test_a_bucket_is_renamed_by_slug_and_name(data_dir: Path) -> None:
+    bucket_id = run(data_dir, "buckets", "create", "notes").stdout.split("\t")[1]
+    renamed = run(data_dir, "buckets", "rename", "notes", "--slug", "diary", "--name", "Diary")
+    assert (renamed.exit_code, renamed.stdout) == (0, f"diary\t{bucket_id}\tDiary\n")
+    assert run(data_dir, "buckets", "rename", bucket_id, "--name", "Log").stdout == (
+        f"diary\t{bucket_id}\tLog\n"
+    )
+    run(data_dir, "buckets", "create", "notes")
+    clash = run(data_dir, "buckets", "rename", "diary", "--slug", "notes")
+    assert (clash.exit_code, clash.stderr) == (
+        1,
+        "Error: a bucket with slug 'notes' already exists\n",
+    )
+
+
+def test_an_exported_bucket_is_imported_again_with_its_versions(
+    filled: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "handbook.md").write_bytes(HANDBOOK.replace(b"thirty", b"fourteen"))
+    run(filled, "ingest", str(tmp_path / "handbook.md"), "--bucket", "handbook", "--acl", "hr")
+    listing = ["sources", "list", "--bucket", "handbook", "--include-superseded", "--json"]
+    before = json.loads(run(filled, *listing).stdout)["data"]
+    monkeypatch.chdir(tmp_path)
+    exported = run(filled, "export", "handbook")
+    assert (exported.exit_code, exported.stdout) == (
+        0,
+        "exported 3 sources of handbook to handbook.citewell.zip\n",
+    )
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".partial")] == []
+    run(filled, "buckets", "delete", "handbook")
+    imported = run(filled, "import", "handbook.citewell.zip")
+    assert imported.exit_code == 0, imported.output
+    assert imported.stdout.startswith("imported 3 sources into handbook (bkt_")
+    after = json.loads(run(filled, *listing).stdout)["data"]
+    kept = ("filename", "content_hash", "version", "acl", "metadata")
+    assert [{k: s[k] for k in kept} for s in after] == [{k: s[k] for k in kept} for s in before]
+    copy = run(filled, "import", "handbook.citewell.zip", "--bucket", "copy")
+    assert copy.stdout.startswith("imported 3 sources into copy (bkt_")
+
+
+def test_export_writes_the_file_named_by_output(filled: Path, tmp_path: Path) -> None:
+    target = tmp_path / "out" / "backup.zip"
+    target.parent.mkdir()
+    assert run(filled, "export", "handbook", "-o", str(target)).exit_code == 0
+    assert sorted(p.name for p in target.parent.iterdir()) == ["backup.zip"]
+    missing = run(filled, "export", "handbook", "-o", str(tmp_path / "nowhere" / "x.zip"))
+    assert missing.exit_code == 1
+    assert missing.stderr.startswith(f"Error: cannot write {tmp_path / 'nowhere' / 'x.zip'}: ")
+
+
+def test_importing_a_damaged_archive_exits_with_1_and_creates_nothing(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    damaged = tmp_path / "damaged.zip"
+    damaged.write_bytes(b"not a zip")
+    result = run(data_dir, "import", str(damaged))
+    assert result.exit_code == 1
+    assert result.stderr.startswith(
+        "Error: damaged.zip is not a valid bucket archive: not a zip file ("
+    )
+    assert run(data_dir, "buckets", "list").stdout == ""
+
+
+def test_importing_onto_a_slug_in_use_exits_with_1(filled: Path, tmp_path: Path) -> None:
+    archive = tmp_path / "handbook.zip"
+    run(filled, "export", "handbook", "-o", str(archive))
+    result = run(filled, "import", str(archive))
+    assert (result.exit_code, result.stderr) == (
+        1,
+        "Error: a bucket with slug 'handbook' already exists\n",
+    )
+
+
 def test_the_data_dir_comes_from_the_environment(tmp_path: Path) -> None:
     env = {"CITEWELL_DATA_DIR": str(tmp_path / "from-env"), "CITEWELL_RETRIEVE__EMBEDDER": "use"}
     CliRunner().invoke(main, ["buckets", "create", "notes"], env=env)
@@ -351,3 +429,44 @@ def test_serve_refuses_an_unknown_generator(data_dir: Path) -> None:
     result = run(data_dir, "serve", "--generator", "gpt-9")
     assert result.exit_code == 2
     assert "'gpt-9' is not one of" in result.output
+
+
+def test_serve_refuses_to_listen_beyond_this_machine_without_an_operator_key(
+    data_dir: Path,
+) -> None:
+    result = run(data_dir, "serve", "--host", "0.0.0.0")
+    assert result.exit_code == 3
+    assert "refusing to serve on 0.0.0.0 without CITEWELL_ADMIN_KEY" in result.output
+
+
+def test_keys_are_created_listed_and_revoked_per_tenant(data_dir: Path) -> None:
+    assert run(data_dir, "buckets", "create", "notes").exit_code == 0
+    tenant = run(data_dir, "tenants", "create", "Acme")
+    assert tenant.exit_code == 0, tenant.output
+    acme = tenant.output.strip()
+    assert acme.startswith("ten_")
+    listed = run(data_dir, "tenants", "list").output.splitlines()
+    assert listed == ["default\tDefault", f"{acme}\tAcme"]
+    made = run(
+        data_dir,
+        *["keys", "create", "--permission", "search", "--permission", "ask"],
+        *["--bucket", "notes", "--label", "hr", "--name", "portal", "--json"],
+    )
+    assert made.exit_code == 0, made.output
+    key = json.loads(made.output)
+    assert (key["permissions"], key["acl_labels"], key["name"]) == (
+        ["ask", "search"],
+        ["hr"],
+        "portal",
+    )
+    assert key["secret"].startswith("cwk_") and len(key["bucket_ids"]) == 1
+    assert run(data_dir, "keys", "list").output == f"{key['id']}\task,search\tportal\n"
+    assert run(data_dir, "keys", "list", "--tenant", acme).output == ""
+    foreign = run(
+        data_dir, "keys", "create", "--permission", "ask", "--tenant", acme, "--bucket", "notes"
+    )
+    assert foreign.exit_code == 1 and "notes" in foreign.output  # another tenant's bucket
+    assert run(data_dir, "keys", "revoke", key["id"]).output == f"revoked {key['id']}\n"
+    assert "\trevoked " in run(data_dir, "keys", "list").output
+    missing = run(data_dir, "keys", "revoke", "key_0000000000000000")
+    assert missing.exit_code == 1 and "No API key found" in missing.output

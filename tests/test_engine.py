@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from citewell.config import Settings
 from citewell.engine import ClaimDone, Completed, Engine, Given, Question, Retrieved, TextDelta
+from citewell.errors import GeneratorUnavailable
 from citewell.generate.base import CitedSentence, Declined, Draft, Evidence, TextPiece
 from citewell.library import Library
 from citewell.model import Agent, Answer, GroundingState, Page, Principal, Span
@@ -373,3 +375,43 @@ def test_the_trace_records_every_judged_citation_kept_or_dropped(library: Librar
     ]
     assert answer.trace.verdicts[0].support == answer.citations[0].support
     assert answer.trace.verdicts[1].support < Agent().support_threshold
+
+
+def test_claims_are_verified_off_the_event_loop(library: Library) -> None:
+    started, released = threading.Event(), threading.Event()
+
+    class Waiting:
+        """A verifier that holds each verdict until a task on the event loop releases it."""
+
+        name = "waiting"
+
+        def support(self, claim: str, cited: Sequence[str], *, language: str | None) -> float:
+            started.set()
+            assert released.wait(timeout=30), "verification held up the event loop"
+            return 1.0
+
+    def script(evidence: Evidence) -> list[Draft]:
+        return [CitedSentence("Refunds are paid within thirty days.", (1,))]
+
+    engine = Engine(library, {"scripted": Scripted(script)}, Waiting())
+
+    async def release() -> None:
+        while not started.is_set():  # runs only while the loop is free
+            await anyio.sleep(0.01)
+        released.set()
+
+    async def ask() -> Answer:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(release)
+            agent = Agent(generator="scripted")
+            return await engine.ask(Question("refunds"), agent=agent, principal=LOCAL)
+
+    assert anyio.run(ask).claims[0].supported
+
+
+def test_an_agent_judged_by_an_unconfigured_model_fails_naming_the_setting(
+    library: Library,
+) -> None:
+    engine = engine_with(library, lambda evidence: [Declined()])
+    with pytest.raises(GeneratorUnavailable, match="CITEWELL_GENERATE__OPENAI__BASE_URL"):
+        run(engine, "refunds", verifier="openai-compatible")

@@ -105,3 +105,12 @@ def test_ingest_path_refuses_a_file_over_the_limit_before_reading_it(
     with pytest.raises(FileTooLarge):
         library.ingest_path(big, bucket="shop")
     assert library.list_sources("shop") == []
+
+
+def test_an_import_cut_short_is_never_listed_and_gone_after_a_restart(settings: Settings) -> None:
+    with Library.open(settings) as library:
+        library.create_bucket("kept")
+        library.store.create_bucket("_importing-0123456789abcdef", tenant_id="default")
+        assert [b.slug for b in library.list_buckets()] == ["kept"]
+    with Library.open(settings) as library:
+        assert [b.slug for b in library.store.list_buckets(tenant_id="default")] == ["kept"]

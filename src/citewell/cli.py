@@ -13,6 +13,7 @@ Exit codes:
 from __future__ import annotations
 
 import datetime as dt
+import ipaddress
 import json
 import os
 import shutil
@@ -22,7 +23,7 @@ import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 import uvicorn
@@ -35,7 +36,15 @@ from citewell.config import Settings
 from citewell.errors import CitewellError, ConfigError, NotFound, StoreError
 from citewell.evaluate.loaders import LOADERS
 from citewell.generate import GENERATORS
-from citewell.model import Agent, MetadataValue, RetrievalMode, SearchRequest
+from citewell.model import (
+    Agent,
+    MetadataValue,
+    Permission,
+    Principal,
+    RetrievalMode,
+    SearchRequest,
+    Tenant,
+)
 
 if TYPE_CHECKING:
     from citewell.api.search import SearchResults
@@ -392,7 +401,7 @@ def _shorten(text: str, width: int) -> str:
 # buckets -------------------------------------------------------------------------------------
 @main.group()
 def buckets() -> None:
-    """Create, list and delete buckets."""
+    """Create, list, rename and delete buckets."""
 
 
 @buckets.command("list")
@@ -422,6 +431,20 @@ def create_bucket(slug: str, name: str | None, data_dir: Path | None) -> None:
     with _library(_settings(data_dir)) as library:
         bucket = library.create_bucket(slug, name=name)
     click.echo(f"{bucket.slug}\t{bucket.id}\t{bucket.name}")
+
+
+@buckets.command("rename")
+@click.argument("bucket")
+@click.option("--slug", "new_slug", help="New slug. [default: kept]")
+@click.option("--name", help="New human-readable name. [default: kept]")
+@data_dir_option
+def rename_bucket(
+    bucket: str, new_slug: str | None, name: str | None, data_dir: Path | None
+) -> None:
+    """Give a bucket (by slug or id) a new slug and/or name."""
+    with _library(_settings(data_dir)) as library:
+        renamed = library.rename_bucket(bucket, slug=new_slug, name=name)
+    click.echo(f"{renamed.slug}\t{renamed.id}\t{renamed.name}")
 
 
 @buckets.command("delete")
@@ -474,6 +497,183 @@ def delete_source(source_id: str, data_dir: Path | None) -> None:
     click.echo(f"deleted {source_id}")
 
 
+# tenants and keys ----------------------------------------------------------------------------
+@main.group()
+def tenants() -> None:
+    """Create and list tenants (workspaces): the operator's commands."""
+
+
+@tenants.command("create")
+@click.argument("name")
+@json_option
+@data_dir_option
+def create_tenant(name: str, as_json: bool, data_dir: Path | None) -> None:
+    """Create a tenant; give it a first key with `citewell keys create --tenant`."""
+    from citewell.access import KeyRing
+    from citewell.api.keys import TenantObject
+
+    settings = _settings(data_dir)
+    with _library(settings) as library:
+        keyring = KeyRing(library.store, admin_key=settings.admin_key)
+        tenant = keyring.create_tenant(name, by=Principal.local())
+    if as_json:
+        _echo_json(TenantObject.render(tenant).model_dump(mode="json"))
+    else:
+        click.echo(tenant.id)
+
+
+@tenants.command("list")
+@json_option
+@data_dir_option
+def list_tenants(as_json: bool, data_dir: Path | None) -> None:
+    """List the tenants, the default one first."""
+    from citewell.api.deps import ListObject
+    from citewell.api.keys import TenantObject
+
+    with _library(_settings(data_dir)) as library:
+        found = library.store.list_tenants()
+    if as_json:
+        page = ListObject[TenantObject].of([TenantObject.render(t) for t in found])
+        _echo_json(page.model_dump(mode="json"))
+        return
+    for tenant in found:
+        click.echo(f"{tenant.id}\t{tenant.name}")
+
+
+@main.group()
+def keys() -> None:
+    """Create, list and revoke API keys."""
+
+
+@keys.command("create")
+@click.option(
+    "--permission",
+    "permissions",
+    multiple=True,
+    required=True,
+    type=click.Choice([p.value for p in Permission]),
+    help="What the key may do (repeatable).",
+)
+@click.option("--tenant", default=Tenant.DEFAULT_ID, show_default=True, help="Tenant id.")
+@click.option("--name", default="", help="What the key is for.")
+@click.option("--bucket", "buckets", multiple=True, help="Restrict to this bucket (repeatable).")
+@click.option("--label", "labels", multiple=True, help="An ACL label the key holds (repeatable).")
+@json_option
+@data_dir_option
+def create_key(
+    permissions: tuple[str, ...],
+    tenant: str,
+    name: str,
+    buckets: tuple[str, ...],
+    labels: tuple[str, ...],
+    as_json: bool,
+    data_dir: Path | None,
+) -> None:
+    """Create a key and print its secret: the only time it is shown.
+
+    Without --bucket the key reaches every bucket of the tenant; without --label it sees every
+    source, whatever its ACL.
+    """
+    from citewell.access import KeyRing
+    from citewell.api.keys import KeyObject
+
+    settings = _settings(data_dir)
+    with _library(settings) as library:
+        owner = Principal(tenant_id=tenant, sees_all_labels=True)
+        bucket_ids = [library.get_bucket(b, principal=owner).id for b in buckets]
+        key, secret = KeyRing(library.store, admin_key=settings.admin_key).create(
+            tenant_id=tenant,
+            permissions=[Permission(p) for p in permissions],
+            by=Principal.local(),
+            name=name,
+            bucket_ids=bucket_ids or None,
+            acl_labels=labels or None,
+        )
+    if as_json:
+        _echo_json(KeyObject.render(key, secret).model_dump(mode="json"))
+    else:
+        click.echo(secret)
+
+
+@keys.command("list")
+@click.option("--tenant", default=Tenant.DEFAULT_ID, show_default=True, help="Tenant id.")
+@json_option
+@data_dir_option
+def list_keys(tenant: str, as_json: bool, data_dir: Path | None) -> None:
+    """List a tenant's keys (never their secrets), revoked ones too."""
+    from citewell.api.deps import ListObject
+    from citewell.api.keys import KeyObject
+
+    with _library(_settings(data_dir)) as library:
+        found = library.store.list_keys(tenant)
+    if as_json:
+        page = ListObject[KeyObject].of([KeyObject.render(k) for k in found])
+        _echo_json(page.model_dump(mode="json"))
+        return
+    for key in found:
+        state = f"\trevoked {key.revoked_at:%Y-%m-%d %H:%M}" if key.revoked_at else ""
+        click.echo(f"{key.id}\t{','.join(sorted(key.permissions))}\t{key.name}{state}")
+
+
+@keys.command("revoke")
+@click.argument("key_id")
+@data_dir_option
+def revoke_key(key_id: str, data_dir: Path | None) -> None:
+    """Revoke a key: requests and signed links made with it fail from now on."""
+    with _library(_settings(data_dir)) as library:
+        key, _ = library.store.get_key(key_id)
+        library.store.revoke_key(key_id, tenant_id=key.tenant_id)
+    click.echo(f"revoked {key_id}")
+
+
+# export and import ---------------------------------------------------------------------------
+@main.command()
+@click.argument("bucket")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="File written. [default: SLUG.citewell.zip]",
+)
+@data_dir_option
+def export(bucket: str, output: Path | None, data_dir: Path | None) -> None:
+    """Write a bucket's archive: its original files and a manifest, for `citewell import`."""
+    with _library(_settings(data_dir)) as library:
+        found = library.get_bucket(bucket)
+        target = output or Path(f"{found.slug}.citewell.zip")
+        with _written(target) as file:
+            manifest = library.export_bucket(found.id, file)
+    click.echo(f"exported {len(manifest.sources)} sources of {found.slug} to {target}")
+
+
+@main.command("import")
+@click.argument("archive", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--bucket", "slug", help="Slug of the new bucket. [default: the archive's]")
+@data_dir_option
+def import_(archive: Path, slug: str | None, data_dir: Path | None) -> None:
+    """Create a bucket from an archive written by `citewell export`."""
+    with _library(_settings(data_dir)) as library, archive.open("rb") as file:
+        bucket = library.import_bucket(file, slug=slug, name=archive.name)
+        count = len(library.list_sources(bucket.id, include_superseded=True))
+    click.echo(f"imported {count} sources into {bucket.slug} ({bucket.id})")
+
+
+@contextmanager
+def _written(target: Path) -> Iterator[IO[bytes]]:
+    """A file that appears at ``target`` only once it is complete."""
+    partial = target.with_name(f".{target.name}.partial")
+    try:
+        with partial.open("wb") as file:
+            yield file
+        partial.replace(target)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise RequestFailed(f"cannot write {target}: {exc.strerror or exc}") from exc
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
 # serve ---------------------------------------------------------------------------------------
 @main.command()
 @click.option("--host", help="Interface to bind. [default: 127.0.0.1, or CITEWELL_SERVER__HOST]")
@@ -503,6 +703,11 @@ def serve(
 
     server_options = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
     settings = _settings(data_dir, server=server_options)
+    if settings.admin_key is None and not _is_loopback(settings.server.host):
+        raise SetupFailed(
+            f"refusing to serve on {settings.server.host} without CITEWELL_ADMIN_KEY: an open "
+            "server answers anyone who reaches it. Set CITEWELL_ADMIN_KEY, or bind to 127.0.0.1."
+        )
     policy = {"generator": generator, "model": model}
     agent = Agent.model_validate({k: v for k, v in policy.items() if v is not None})
     with _library(settings) as library:
@@ -520,6 +725,13 @@ def serve(
             _AnnouncingServer(config).run()
         except KeyboardInterrupt:
             pass  # uvicorn re-raises Ctrl-C after shutting down cleanly: a normal end
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 class _AnnouncingServer(uvicorn.Server):

@@ -19,8 +19,11 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = [
     "AnthropicSettings",
+    "CiteSettings",
     "GenerateSettings",
     "IngestSettings",
+    "LinkSettings",
+    "MIN_LINK_SECRET",
     "OpenAICompatibleSettings",
     "PrivacySettings",
     "RetrieveSettings",
@@ -173,12 +176,50 @@ class GenerateSettings(_Group):
     )
 
 
+class CiteSettings(_Group):
+    judge_timeout: float = Field(
+        default=20.0,
+        gt=0,
+        description="Seconds the `openai-compatible` verifier (an agent's `verifier`) waits for "
+        "the model's yes or no on one citation; past it, the calibrated verifier's score stands "
+        "in. A 1.5B model on one shared CPU thread took 3-5 s a citation "
+        "(docs/benchmarks.md).",
+    )
+
+
 class PrivacySettings(_Group):
+    answer_retention_days: int = Field(
+        default=30,
+        ge=0,
+        description="Days a stored response (`GET /v1/responses/{id}`, `previous_response_id`) "
+        "is kept; it holds the answer's text and what it cites. 0 keeps none.",
+    )
     trace_retention_days: int = Field(
         default=30,
         ge=0,
         description="Days an answer's trace (ids and support scores, never text) is kept; "
         "0 keeps none.",
+    )
+
+
+MIN_LINK_SECRET = 32
+"""Fewest characters of a link secret."""
+
+
+class LinkSettings(_Group):
+    secret: SecretStr | None = Field(
+        default=None,
+        min_length=MIN_LINK_SECRET,
+        description="Key that signs access links (`access_url`), at least 32 characters; "
+        "changing it invalidates every link given out. Unset: one is made on first start and "
+        "kept in `<data_dir>/link-secret` (readable by its owner only), so links survive "
+        "restarts.",
+    )
+    ttl_seconds: int = Field(
+        default=900,
+        ge=1,
+        le=7 * 24 * 3600,
+        description="How long an access link opens its file after it is made, in seconds.",
     )
 
 
@@ -197,11 +238,19 @@ class Settings(BaseSettings):
         default=Path("../shared/evaldata"),
         description="Folder of evaluation data sets read by tests, benchmarks and `citewell eval`.",
     )
+    admin_key: SecretStr | None = Field(
+        default=None,
+        description="Key of the operator: creates tenants and their first keys. When set, every "
+        "request needs an API key; when not, the server binds to this machine only and serves "
+        "one open tenant.",
+    )
     server: ServerSettings = Field(default_factory=ServerSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     retrieve: RetrieveSettings = Field(default_factory=RetrieveSettings)
     generate: GenerateSettings = Field(default_factory=GenerateSettings)
+    cite: CiteSettings = Field(default_factory=CiteSettings)
     privacy: PrivacySettings = Field(default_factory=PrivacySettings)
+    links: LinkSettings = Field(default_factory=LinkSettings)
 
     def fingerprint(self) -> str:
         """A short hash of the settings that change what is indexed or how answers are made."""

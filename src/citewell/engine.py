@@ -50,8 +50,10 @@ from citewell.model import (
     Principal,
     SearchRequest,
     Span,
+    Tenant,
     Trace,
 )
+from citewell.redact import redact_passage
 from citewell.store.base import StoredTrace
 
 __all__ = [
@@ -130,7 +132,12 @@ AnswerEvent = Retrieved | TextDelta | ClaimDone | Completed
 
 
 class Engine:
-    """Answers questions from a library with registered generators and one verifier."""
+    """Answers questions from a library with registered generators and a verifier.
+
+    ``verifier`` scores the citations of every agent whose ``verifier`` is 'calibrated'. An agent
+    that names 'openai-compatible' is judged by a ``ChatJudge`` of its model instead, with
+    ``verifier`` standing in when the judge gives no verdict.
+    """
 
     def __init__(
         self,
@@ -149,14 +156,22 @@ class Engine:
         self.verifier = verifier
         self._agents = {agent.name: agent for agent in agents}
 
-    def agent(self, name: str | None) -> Agent:
-        """The agent of this name (the default agent for None)."""
-        agent = self._agents.get(name or Agent.DEFAULT_NAME)
+    def agent(self, name: str | None, *, tenant_id: str = Tenant.DEFAULT_ID) -> Agent:
+        """The agent of this name (the default agent for None): one the server was configured
+        with, or one the tenant made."""
+        wanted = name or Agent.DEFAULT_NAME
+        agent = next((a for a in self.agents(tenant_id=tenant_id) if a.name == wanted), None)
         if agent is None:
             raise NotFound(f"The model `{name}` does not exist.", param="model")
         return agent
 
-    def agents(self) -> list[Agent]:
+    def agents(self, *, tenant_id: str = Tenant.DEFAULT_ID) -> list[Agent]:
+        """The configured agents, then the tenant's own."""
+        return [*self.configured_agents, *self.library.store.list_agents(tenant_id=tenant_id)]
+
+    @property
+    def configured_agents(self) -> list[Agent]:
+        """The agents the server was started with: every tenant has them, none may change them."""
         return list(self._agents.values())
 
     @classmethod
@@ -193,6 +208,9 @@ class Engine:
             )
         started = time.perf_counter()
         passages = await self._evidence_passages(question, agent, principal)
+        if agent.redact:
+            # Before anything reads them: a stream cannot take back what it has sent.
+            passages = tuple(redact_passage(p, agent.redact) for p in passages)
         retrieved_at = time.perf_counter()
         yield Retrieved(passages, question.text)
         evidence = build_evidence(
@@ -202,9 +220,8 @@ class Engine:
             history=question.history,
             instructions=question.instructions,
         )
-        writer = _AnswerWriter(
-            evidence, agent, Attribution(evidence, agent, self.verifier, self._pages(question))
-        )
+        attribution = Attribution(evidence, agent, self._verifier(agent), self._pages(question))
+        writer = _AnswerWriter(evidence, agent, attribution)
         async for event in writer.write(generator.generate(evidence, agent=agent)):
             yield event
         done = time.perf_counter()
@@ -246,6 +263,15 @@ class Engine:
         )
         return distinct_passages(found, limit)
 
+    def _verifier(self, agent: Agent) -> Verifier:
+        """The verifier the agent names; ``GeneratorUnavailable`` if its judge is unconfigured."""
+        if agent.verifier == "calibrated":
+            return self.verifier
+        from citewell.cite.judge import ChatJudge  # the SDK loads only if an agent needs it
+
+        # Made for each answer: a judge holds its settings and nothing else (no connection).
+        return ChatJudge(self.library.settings, agent.model, fallback=self.verifier)
+
     def _pages(self, question: Question) -> _PageCache:
         given = question.given.pages if question.given is not None else {}
         return _PageCache(self.library, dict(given))
@@ -271,6 +297,8 @@ class _AnswerWriter:
     Free text (``TextPiece``) is shown as it arrives, markers stripped, unless the agent is
     strict; its claims settle sentence by sentence, as soon as the text shows a sentence to be
     complete. A strict agent shows a sentence only once a citation supports it.
+
+    Attribution runs in a worker thread: verifying a claim may mean asking a remote model.
     """
 
     evidence: Evidence
@@ -292,27 +320,33 @@ class _AnswerWriter:
                 self.declined = True
                 break
             if isinstance(draft, CitedSentence):
-                for event in self._sentence(draft.text, draft.evidence):
+                for event in await self._sentence(draft.text, draft.evidence):
                     yield event
             elif isinstance(draft, TextPiece):
-                for event in self._free(markers.feed(draft.text), markers):
+                for event in await self._free(markers.feed(draft.text), markers):
                     yield event
-        for event in self._free(markers.flush(), markers, final=True):
+        for event in await self._free(markers.flush(), markers, final=True):
             yield event
         if self.declined or not any(c.supported for c in self.attribution.claims):
             for event in self._refusal():
                 yield event
 
-    def _sentence(self, text: str, numbers: Sequence[int]) -> list[AnswerEvent]:
+    async def _sentence(self, text: str, numbers: Sequence[int]) -> list[AnswerEvent]:
         """A sentence whose citations the generator named (possibly none)."""
         stripped = text.strip()
-        if not stripped or (self.agent.strict and not self.attribution.supports(stripped, numbers)):
+        if not stripped:
             return []
+        if self.agent.strict:
+            supports = self.attribution.supports
+            if not await anyio.to_thread.run_sync(supports, stripped, numbers):
+                return []
         start = len(self.text)
         self.text += text
-        return [TextDelta(text), self._claim(start, text, numbers)]
+        return [TextDelta(text), await self._claim(start, text, numbers)]
 
-    def _free(self, clean: str, markers: MarkerStream, *, final: bool = False) -> list[AnswerEvent]:
+    async def _free(
+        self, clean: str, markers: MarkerStream, *, final: bool = False
+    ) -> list[AnswerEvent]:
         events: list[AnswerEvent] = []
         if not self.agent.strict and clean:
             if not self._pending and self._received == 0:
@@ -328,17 +362,19 @@ class _AnswerWriter:
             last = index + 1 == len(spans)
             end = len(self._pending) if last else spans[index + 1].start
             numbers = markers.numbers_between(base + settled, base + end, inclusive=last and final)
-            events.extend(self._settle(self._pending[settled:end], base + settled, numbers))
+            events.extend(await self._settle(self._pending[settled:end], base + settled, numbers))
             settled = end
         self._pending = self._pending[settled:]
         return events
 
-    def _settle(self, piece: str, stream_offset: int, numbers: Sequence[int]) -> list[AnswerEvent]:
+    async def _settle(
+        self, piece: str, stream_offset: int, numbers: Sequence[int]
+    ) -> list[AnswerEvent]:
         if self.agent.strict:
-            return self._sentence(piece, numbers)
-        return [self._claim(self._shown_from + stream_offset, piece, numbers)]
+            return await self._sentence(piece, numbers)
+        return [await self._claim(self._shown_from + stream_offset, piece, numbers)]
 
-    def _claim(self, start: int, piece: str, numbers: Sequence[int]) -> ClaimDone:
+    async def _claim(self, start: int, piece: str, numbers: Sequence[int]) -> ClaimDone:
         """Attribute ``piece``, which stands at ``start`` of the answer text.
 
         The claim is the piece without the spaces around it, nor a list marker before it: "1."
@@ -348,7 +384,9 @@ class _AnswerWriter:
         assert lead is not None  # the pattern matches the empty string
         end = len(piece.rstrip())
         span = Span(start=start + min(lead.end(), end), end=start + end)
-        result = self.attribution.attribute(self.text, span, numbers)
+        result = await anyio.to_thread.run_sync(
+            self.attribution.attribute, self.text, span, numbers
+        )
         return ClaimDone(len(self.attribution.claims) - 1, result)
 
     def _refusal(self) -> list[AnswerEvent]:

@@ -4,6 +4,7 @@
     ├── ConfigError            the operator: a setting is wrong or a dependency is missing
     ├── InvalidRequest         the caller: the request cannot be served as written
     │   ├── NotFound           ... it names something that does not exist (or is not visible)
+    │   ├── Unauthenticated    ... it carries no valid API key where one is required
     │   ├── PermissionDenied   ... the caller may not do this
     │   └── Conflict           ... it clashes with the current state
     ├── IngestError            the input file: citewell cannot read it
@@ -35,6 +36,7 @@ __all__ = [
     "ParseError",
     "PermissionDenied",
     "StoreError",
+    "Unauthenticated",
     "UnsupportedFormat",
 ]
 
@@ -61,6 +63,11 @@ class InvalidRequest(CitewellError):
 
 class NotFound(InvalidRequest):
     """The request names something that does not exist, or that the caller may not see."""
+
+
+class Unauthenticated(InvalidRequest):
+    """The request carries no API key where one is required, or a key that is not valid
+    (unknown, malformed or revoked)."""
 
 
 class PermissionDenied(InvalidRequest):

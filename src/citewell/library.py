@@ -14,16 +14,25 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
+import secrets
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import IO
 
 import numpy as np
 
+from citewell.bucket_archive import (
+    ArchiveReader,
+    Manifest,
+    manifest_of,
+    read_archive,
+    write_archive,
+)
 from citewell.config import Settings
 from citewell.embed import open_embedder
 from citewell.embed.base import Embedder
-from citewell.errors import Conflict, InvalidRequest, NotFound
+from citewell.errors import Conflict, InvalidRequest, NotFound, ParseError, PermissionDenied
 from citewell.ingest import detect_media_type, parse, read_limited
 from citewell.ingest.chunk import chunk_document, chunk_text_for_embedding
 from citewell.ingest.segment import sentence_spans
@@ -53,6 +62,9 @@ _MAX_METADATA_KEYS = 32
 _MAX_METADATA_TEXT = 1024
 _EMBED_BATCH = 64
 
+FILE_ID_KEY = "file_id"
+"""Metadata key of a source ingested from an uploaded file (``POST /v1/files``): the file's id."""
+
 
 class Library:
     """Buckets and sources in one store, searched with one embedder.
@@ -71,6 +83,7 @@ class Library:
     def open(cls, settings: Settings) -> Library:
         embedder = open_embedder(settings.retrieve)
         store = open_store(settings, embedder=embedder.name, dim=embedder.dim)
+        _drop_abandoned_imports(store)
         return cls(settings, store, embedder)
 
     def close(self) -> None:
@@ -87,12 +100,8 @@ class Library:
         self, slug: str, *, name: str | None = None, principal: Principal = LOCAL
     ) -> Bucket:
         """Create a bucket, or return the existing one with this slug."""
-        if not _SLUG.match(slug):
-            raise InvalidRequest(
-                f"bucket slug {slug!r} must be 1-63 lowercase letters, digits, '-' or '_',"
-                " starting with a letter or digit",
-                param="slug",
-            )
+        _check_slug(slug)
+        _may_create_buckets(principal)
         return self.store.create_bucket(slug, tenant_id=principal.tenant_id, name=name)
 
     def get_bucket(self, id_or_slug: str, *, principal: Principal = LOCAL) -> Bucket:
@@ -104,12 +113,79 @@ class Library:
 
     def list_buckets(self, *, principal: Principal = LOCAL) -> list[Bucket]:
         buckets = self.store.list_buckets(tenant_id=principal.tenant_id)
-        if principal.bucket_ids is None:
-            return buckets
-        return [b for b in buckets if b.id in principal.bucket_ids]
+        return [
+            b
+            for b in buckets
+            if not b.slug.startswith(_STAGING)
+            and (principal.bucket_ids is None or b.id in principal.bucket_ids)
+        ]
+
+    def rename_bucket(
+        self,
+        id_or_slug: str,
+        *,
+        slug: str | None = None,
+        name: str | None = None,
+        principal: Principal = LOCAL,
+    ) -> Bucket:
+        """Give a bucket a new slug and/or name; None keeps the current one.
+
+        Raises ``Conflict`` when another bucket has the slug.
+        """
+        if slug is not None:
+            _check_slug(slug)
+        if name is not None and not name.strip():
+            raise InvalidRequest("a bucket name cannot be empty", param="name")
+        bucket = self.get_bucket(id_or_slug, principal=principal)
+        return self.store.rename_bucket(bucket.id, slug=slug, name=name)
 
     def delete_bucket(self, id_or_slug: str, *, principal: Principal = LOCAL) -> None:
         self.store.delete_bucket(self.get_bucket(id_or_slug, principal=principal).id)
+
+    def export_bucket(
+        self, id_or_slug: str, target: IO[bytes], *, principal: Principal = LOCAL
+    ) -> Manifest:
+        """Write the bucket's archive (``citewell.bucket_archive``) to ``target``: every version
+        of every file the caller sees, with the manifest that ``import_bucket`` reads."""
+        bucket = self.get_bucket(id_or_slug, principal=principal)
+        sources = self.list_sources(bucket.id, include_superseded=True, principal=principal)
+        manifest = manifest_of(bucket, sources)
+        write_archive(target, manifest, lambda archived: self.store.original(archived.id))
+        return manifest
+
+    def import_bucket(
+        self,
+        archive: IO[bytes],
+        *,
+        slug: str | None = None,
+        name: str = "the archive",
+        principal: Principal = LOCAL,
+    ) -> Bucket:
+        """Ingest an exported bucket into a new bucket of the caller's tenant, each file with
+        its name, ACL labels and metadata, each file's versions oldest first.
+
+        The bucket takes ``slug``, else the archive's, and appears only once every file is in:
+        the files go into a bucket named ``_importing-…`` (listed nowhere), deleted again if
+        anything fails, or at the next open after a crash.
+        Raises ``Conflict`` when the slug is taken; ``ParseError`` or ``FileTooLarge`` for an
+        archive that is damaged, hostile or over the ingest limits (``name`` names it).
+        """
+        with read_archive(archive, self.settings.ingest, name=name) as reader:
+            target = slug or reader.manifest.bucket.slug
+            _check_slug(target)
+            _may_create_buckets(principal)
+            self._refuse_taken(target, principal)
+            staging = self.store.create_bucket(
+                f"{_STAGING}{secrets.token_hex(8)}",
+                tenant_id=principal.tenant_id,
+                name=reader.manifest.bucket.name,
+            )
+            try:
+                self._ingest_archived(reader, staging, name, principal)
+                return self.store.rename_bucket(staging.id, slug=target)
+            except BaseException:
+                self.store.delete_bucket(staging.id)
+                raise
 
     # sources ---------------------------------------------------------------------------------
     def ingest(
@@ -175,6 +251,23 @@ class Library:
             raise NotFound(f"no source '{source_id}'", param="source_id")
         return source
 
+    def sources_from_file(
+        self, file_id: str, *, bucket: str | None = None, principal: Principal = LOCAL
+    ) -> list[Source]:
+        """Every version ingested from an uploaded file (``metadata[FILE_ID_KEY]``), in one
+        bucket or in every bucket the caller sees."""
+        buckets = (
+            [self.get_bucket(bucket, principal=principal)]
+            if bucket is not None
+            else self.list_buckets(principal=principal)
+        )
+        return [
+            source
+            for b in buckets
+            for source in self.list_sources(b.id, include_superseded=True, principal=principal)
+            if source.metadata.get(FILE_ID_KEY) == file_id
+        ]
+
     def delete_source(self, source_id: str, *, principal: Principal = LOCAL) -> None:
         self.store.delete_source(self.get_source(source_id, principal=principal).id)
 
@@ -218,6 +311,39 @@ class Library:
         return done
 
     # internals -------------------------------------------------------------------------------
+    def _refuse_taken(self, slug: str, principal: Principal) -> None:
+        """Refuse a slug in use before a long import, not after it."""
+        try:
+            self.store.get_bucket(slug, tenant_id=principal.tenant_id)
+        except NotFound:
+            return
+        raise Conflict(f"a bucket with slug '{slug}' already exists", param="slug")
+
+    def _ingest_archived(
+        self, reader: ArchiveReader, bucket: Bucket, name: str, principal: Principal
+    ) -> None:
+        imported: dict[str, str] = {}  # id of each archived source -> id of its copy
+        for archived in reader.manifest.sources:
+            result = self.ingest(
+                reader.original(archived),
+                filename=archived.filename,
+                bucket=bucket.id,
+                media_type=archived.mime_type,
+                effective_date=archived.effective_date,
+                acl=frozenset(archived.acl),
+                metadata=archived.metadata,
+                principal=principal,
+            )
+            expected = imported[archived.supersedes] if archived.supersedes else None
+            superseded = result.superseded.id if result.superseded else None
+            if result.outcome is IngestOutcome.UNCHANGED or superseded != expected:
+                # Only a manifest at odds with itself gets here (two names that clean to one).
+                raise ParseError(
+                    f"{name}: {archived.filename} would not become the version it lists",
+                    filename=name,
+                )
+            imported[archived.id] = result.source.id
+
     def _draft(
         self,
         data: bytes,
@@ -285,6 +411,33 @@ class Library:
             for i in range(0, len(texts), _EMBED_BATCH)
         ]
         return np.concatenate(parts)
+
+
+_STAGING = "_importing-"
+"""Slug prefix of a bucket being imported. No slug a caller may choose starts with '_', so it
+cannot clash with one, and whatever a crash leaves behind is recognised and dropped."""
+
+
+def _drop_abandoned_imports(store: Store) -> None:
+    for tenant in store.list_tenants():
+        for bucket in store.list_buckets(tenant_id=tenant.id):
+            if bucket.slug.startswith(_STAGING):
+                store.delete_bucket(bucket.id)
+
+
+def _may_create_buckets(principal: Principal) -> None:
+    if principal.bucket_ids is not None:
+        # Its new bucket would be outside the buckets it is restricted to.
+        raise PermissionDenied("A key restricted to buckets cannot create buckets.")
+
+
+def _check_slug(slug: str) -> None:
+    if not _SLUG.match(slug):
+        raise InvalidRequest(
+            f"bucket slug {slug!r} must be 1-63 lowercase letters, digits, '-' or '_',"
+            " starting with a letter or digit",
+            param="slug",
+        )
 
 
 def _clean_filename(filename: str) -> str:

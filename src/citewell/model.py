@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 __all__ = [
     "Agent",
     "Answer",
+    "ApiKey",
     "Box",
     "Bucket",
     "Chunk",
@@ -40,7 +41,9 @@ __all__ = [
     "Modality",
     "Page",
     "Passage",
+    "Permission",
     "Principal",
+    "Redaction",
     "RetrievalMode",
     "ScoreBreakdown",
     "SearchRequest",
@@ -48,6 +51,7 @@ __all__ = [
     "Source",
     "SourceStatus",
     "Span",
+    "Tenant",
     "Trace",
     "Verdict",
 ]
@@ -56,6 +60,9 @@ __all__ = [
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+
+Redaction = Literal["email", "card_number", "phone"]
+"""A kind of personal data an agent can mask (``citewell.redact``)."""
 
 MetadataValue = str | int | float | bool
 """A value a source's metadata may hold (the same types as OpenAI vector-store attributes)."""
@@ -222,10 +229,56 @@ class Chunk(_Model):
     )
 
 
-class Principal(_Model):
-    """Who is asking. Decides which buckets and which ACL-labelled sources are visible."""
+class Permission(StrEnum):
+    """What an API key lets its holder do, within its tenant (and its buckets, if restricted)."""
 
-    tenant_id: str = Field(default="default", description="The caller's workspace.")
+    ASK = "ask"
+    """Ask for answers: Responses, Chat Completions, Messages."""
+    SEARCH = "search"
+    """Retrieve without generation, and read sources' text and originals."""
+    INGEST = "ingest"
+    """Add sources and upload files."""
+    MANAGE = "manage"
+    """Create and change buckets, agents and keys."""
+    EXPORT = "export"
+    """Download bucket archives."""
+    DELETE = "delete"
+    """Delete sources, files and buckets."""
+
+
+class Tenant(_Model):
+    """A workspace: it owns buckets, agents and keys, and nothing crosses its boundary."""
+
+    DEFAULT_ID: ClassVar[str] = "default"
+
+    id: str = Field(description="'default', or 'ten_' followed by hex digits.")
+    name: str = Field(description="Human-readable name.")
+    created_at: dt.datetime = Field(description="When the tenant was created (UTC).")
+
+
+class ApiKey(_Model):
+    """An API key as stored: what it allows, never the secret (only its hash is kept)."""
+
+    id: str = Field(description="'key_' followed by hex digits; the key's public part.")
+    tenant_id: str = Field(description="The tenant the key acts in.")
+    name: str = Field(default="", description="What the key is for.")
+    permissions: frozenset[Permission] = Field(description="What the key may do.")
+    bucket_ids: frozenset[str] | None = Field(
+        default=None, description="Buckets the key is restricted to; None for all of the tenant."
+    )
+    acl_labels: frozenset[str] | None = Field(
+        default=None,
+        description="Labels matched against sources' ACLs; None: the key sees every source.",
+    )
+    created_at: dt.datetime = Field(description="When the key was created (UTC).")
+    revoked_at: dt.datetime | None = Field(default=None, description="When it was revoked.")
+
+
+class Principal(_Model):
+    """Who is asking. Decides which buckets and which ACL-labelled sources are visible, and what
+    the caller may do."""
+
+    tenant_id: str = Field(default=Tenant.DEFAULT_ID, description="The caller's workspace.")
     acl_labels: frozenset[str] = Field(
         default=frozenset(), description="Labels the caller holds, matched against source ACLs."
     )
@@ -235,11 +288,34 @@ class Principal(_Model):
     bucket_ids: frozenset[str] | None = Field(
         default=None, description="Buckets the caller is restricted to; None for all of the tenant."
     )
+    permissions: frozenset[Permission] = Field(
+        default=frozenset(Permission), description="What the caller may do."
+    )
+    key_id: str | None = Field(
+        default=None, description="The API key the caller presented; None for the local user."
+    )
+
+    @property
+    def sees_everything(self) -> bool:
+        """Whether every source of the tenant is visible: no bucket restriction, no ACL."""
+        return self.sees_all_labels and self.bucket_ids is None
 
     @classmethod
     def local(cls) -> Principal:
-        """The single user of an embedded installation: sees everything of the default tenant."""
+        """The single user of an embedded installation: may do everything in the default
+        tenant, and sees every source of it."""
         return cls(sees_all_labels=True)
+
+    @classmethod
+    def of_key(cls, key: ApiKey) -> Principal:
+        return cls(
+            tenant_id=key.tenant_id,
+            acl_labels=key.acl_labels or frozenset(),
+            sees_all_labels=key.acl_labels is None,
+            bucket_ids=key.bucket_ids,
+            permissions=key.permissions,
+            key_id=key.id,
+        )
 
     def can_see(self, acl: frozenset[str]) -> bool:
         """Whether a source with these ACL labels is visible to this principal."""
@@ -354,6 +430,13 @@ class Agent(_Model):
         description="Least support score a citation needs to be kept (the default is the "
         "threshold the default verifier was calibrated at).",
     )
+    verifier: Literal["calibrated", "openai-compatible"] = Field(
+        default="calibrated",
+        description="What scores each citation: 'calibrated' (a local model of word, number, "
+        "name and negation agreement) or 'openai-compatible' (the OpenAI-compatible model of "
+        "the agent, else the configured one, asked whether the cited text supports the claim; "
+        "the score is its probability of 'yes').",
+    )
     strict: bool = Field(
         default=False,
         description="Remove unsupported claims (and decline when too little remains) instead "
@@ -366,6 +449,11 @@ class Agent(_Model):
         default=None,
         description="What the agent says when the sources do not answer; None: a plain sentence "
         "in the question's language.",
+    )
+    redact: tuple[Redaction, ...] = Field(
+        default=(),
+        description="Personal data masked, character for character, in everything the agent "
+        "shows from the sources: its answers, cited text and results.",
     )
 
 

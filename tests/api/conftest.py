@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 import pytest
 from fastapi.testclient import TestClient
+from pydantic import SecretStr
 
 from citewell.api import create_app
 from citewell.config import Settings
@@ -16,6 +17,29 @@ from citewell.config import Settings
 def client(settings: Settings) -> Iterator[TestClient]:
     with TestClient(create_app(settings)) as client:
         yield client
+
+
+ADMIN = "operator-secret"
+"""The operator's key (``CITEWELL_ADMIN_KEY``) of the ``keyed`` server."""
+
+
+@pytest.fixture
+def keyed(settings: Settings) -> Iterator[TestClient]:
+    """A client of a server with an operator key: every request but a link's needs a key."""
+    with TestClient(create_app(settings.model_copy(update={"admin_key": SecretStr(ADMIN)}))) as c:
+        yield c
+
+
+def auth(token: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {token}"}
+
+
+def make_key(client: TestClient, token: str = ADMIN, **body: Any) -> dict[str, Any]:
+    """A new key (``POST /v1/keys`` with ``body``), with its secret."""
+    response = client.post("/v1/keys", json=body, headers=auth(token))
+    assert response.status_code == 201, response.text
+    key: dict[str, Any] = response.json()
+    return key
 
 
 @pytest.fixture

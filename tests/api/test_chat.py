@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 from tests.api.answering import (
     ANSWER,
     FIRST,
+    POLICY,
     SECOND,
     UNSUPPORTED,
     WARRANTY,
@@ -48,6 +49,7 @@ def test_a_completion_cites_with_url_citations_and_lists_its_sources(
     assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
     message = completion["choices"][0]["message"]
     ids = {a["url_citation"]["title"]: a["url_citation"]["file_id"] for a in message["annotations"]}
+    urls = [a["url_citation"].pop("url") for a in message["annotations"]]
     base = "http://testserver/v1/sources"
     refunds = "Refunds are paid within thirty days of the request."
     policy = answering.get(f"{base}/{ids['policy.md']}/text").json()["text"]
@@ -73,7 +75,6 @@ def test_a_completion_cites_with_url_citations_and_lists_its_sources(
                             "url_citation": {
                                 "start_index": 0,
                                 "end_index": len(FIRST),
-                                "url": f"{base}/{ids['policy.md']}/content",
                                 "title": "policy.md",
                                 "source_index": 1,
                                 "file_id": ids["policy.md"],
@@ -91,7 +92,6 @@ def test_a_completion_cites_with_url_citations_and_lists_its_sources(
                             "url_citation": {
                                 "start_index": len(FIRST) + 1,
                                 "end_index": len(ANSWER),
-                                "url": f"{base}/{ids['warranty.txt']}/content",
                                 "title": "warranty.txt",
                                 "source_index": 2,
                                 "file_id": ids["warranty.txt"],
@@ -110,8 +110,9 @@ def test_a_completion_cites_with_url_citations_and_lists_its_sources(
         ],
         "metadata": {"grounded_sources_state": "available"},
     }
-    opened = answering.get(message["annotations"][1]["url_citation"]["url"])
-    assert opened.content == b"Every bicycle carries a two-year warranty on its frame."
+    # Each url is a signed link that opens the cited source's original.
+    assert all(url.startswith("http://testserver/v1/links/") for url in urls)
+    assert [answering.get(url).text for url in urls] == [POLICY, WARRANTY]
 
 
 def test_options_come_in_metadata(answering: TestClient) -> None:

@@ -25,6 +25,7 @@ from citewell.errors import (
     ParseError,
     PermissionDenied,
     StoreError,
+    Unauthenticated,
     UnsupportedFormat,
 )
 from tests.api.conftest import Response, assert_error
@@ -44,7 +45,8 @@ def bad_request(client: TestClient, method: str, path: str) -> tuple[Response, i
         headers = {"content-type": "application/json"}
         return client.post(url, content=b"{not json", headers=headers), 400
     if url != path:
-        return client.request(method, url), 404
+        # A token that is not a link is refused rather than missing (docs/api.md, Signed links).
+        return client.request(method, url), 403 if path.startswith("/v1/links/") else 404
     return None  # nothing in it can be wrong but its method, checked below
 
 
@@ -137,6 +139,7 @@ def test_every_citewell_error_has_its_own_status() -> None:
     [
         (InvalidRequest("bad", param="x"), 400, "invalid_request_error", "invalid_value"),
         (NotFound("gone", param="x"), 404, "invalid_request_error", "not_found"),
+        (Unauthenticated("who?", param="x"), 401, "invalid_request_error", "invalid_api_key"),
         (PermissionDenied("no", param="x"), 403, "invalid_request_error", "permission_denied"),
         (Conflict("clash", param="x"), 409, "invalid_request_error", "conflict"),
         (FileTooLarge("big"), 413, "invalid_request_error", "file_too_large"),
@@ -155,8 +158,11 @@ def test_citewell_errors_map_to_statuses(
 
     app.dependency_overrides[get_principal] = fail
     with TestClient(app) as client:
-        error = assert_error(client.get("/v1/buckets/x"), status, code=code)
+        response = client.get("/v1/buckets/x")
+        error = assert_error(response, status, code=code)
     assert error["type"] == type_
+    # The OpenAI SDKs retry 409s (and any status) unless told not to: a conflict stays one.
+    assert response.headers.get("x-should-retry") == ("false" if status == 409 else None)
     assert error["message"] == exc.message
     if isinstance(exc, InvalidRequest):
         assert error["param"] == "x"

@@ -14,7 +14,15 @@ from fastapi.testclient import TestClient
 
 from citewell.api import create_app
 from citewell.config import IngestSettings, Settings
-from tests.api.answering import FIRST, UNSUPPORTED, answering, scripted, sse
+from tests.api.answering import (
+    FIRST,
+    POLICY,
+    UNSUPPORTED,
+    WARRANTY,
+    answering,
+    scripted,
+    sse,
+)
 from tests.api.conftest import Response
 
 __all__ = ["answering", "scripted"]  # fixtures
@@ -245,10 +253,11 @@ def test_a_question_without_documents_cites_retrieved_sources_as_search_results(
     assert len(citations) == 2
     for citation in citations:
         assert citation["type"] == "search_result_location"
-        assert citation["source"].startswith("http://testserver/v1/sources/src_")
-        assert citation["source"].endswith("/content")
-        text = answering.get(citation["source"].removesuffix("/content") + "/text").json()["text"]
-        assert citation["cited_text"] in text
+        # A signed link that opens the cited source's original.
+        assert citation["source"].startswith("http://testserver/v1/links/")
+        original = answering.get(citation["source"]).text
+        assert original == {"policy.md": POLICY, "warranty.txt": WARRANTY}[citation["title"]]
+        assert citation["cited_text"] in original
         assert citation["end_block_index"] > citation["start_block_index"] >= 0
     assert {c["title"] for c in citations} == {"policy.md", "warranty.txt"}
 

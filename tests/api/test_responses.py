@@ -170,11 +170,18 @@ def test_results_are_sent_only_when_included(answering: TestClient) -> None:
         "locator_label",
         "modality",
         "mime_type",
+        "access_url",
         "text",
         "excerpt",
         "preview",
     }
     assert policy["attributes"]["text"] == policy["text"]
+    # Each result's signed link opens its source's original, without a key.
+    originals = {"policy.md": POLICY, "warranty.txt": WARRANTY}
+    for result in results:
+        link = result["attributes"]["access_url"]
+        assert link.startswith("http://testserver/v1/links/")
+        assert answering.get(link).text == originals[result["filename"]]
 
 
 def test_a_hidden_agent_keeps_every_source_back(answering: TestClient) -> None:

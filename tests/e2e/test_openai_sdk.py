@@ -19,7 +19,7 @@ import httpx
 import openai
 import pytest
 
-from tests.e2e.sdk_harness import HANDBOOK, running_server
+from tests.e2e.sdk_harness import HANDBOOK, multi_page_pdf, running_server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -194,7 +194,8 @@ def test_results_carry_labels_pages_and_source_numbers(client: openai.OpenAI) ->
     assert (attributes["modality"], attributes["mime_type"]) == ("text", "application/pdf")
     assert attributes["text"] == best["text"]
     assert attributes["excerpt"] in best["text"]
-    assert "access_url" not in attributes  # signed links come later
+    opened = httpx.get(attributes["access_url"])  # a signed link: no key needed
+    assert opened.content == multi_page_pdf().read_bytes()
     others = [r for r in results if r["file_id"] != annotation["file_id"]]
     assert all("source_index" not in r["attributes"] for r in others)
 
@@ -429,11 +430,15 @@ def test_chat_cites_with_url_citations_and_lists_the_sources(
     assert annotation["type"] == "url_citation"
     assert (citation["start_index"], citation["end_index"]) == (0, len(MEMBERSHIP_ANSWER))
     assert citation["title"] == "bike-coop-handbook.md" and citation["source_index"] == 1
-    assert citation["url"] == f"{server}/v1/sources/{citation['file_id']}/content"
+    # A signed link that opens the cited file's original, without a key.
+    assert citation["url"].startswith(f"{server}/v1/links/")
     assert httpx.get(citation["url"]).content == HANDBOOK.read_bytes()
     assert completion["metadata"] == {"grounded_sources_state": "available"}
     omitted = chat(client, metadata={"sources_appendix": "omit"})["choices"][0]["message"]
     assert omitted["content"] == MEMBERSHIP_ANSWER
+    # Each reply makes its own links (expiring from when it was made); the rest is the same.
+    for annotation in (*omitted["annotations"], *message["annotations"]):
+        annotation["url_citation"].pop("url")
     assert omitted["annotations"] == message["annotations"]
 
 
@@ -460,6 +465,9 @@ def test_a_chat_stream_sends_all_annotations_in_one_delta(client: openai.OpenAI)
     deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
     assert "".join(d.get("content") or "" for d in deltas) == whole["content"]
     carrying = [d["annotations"] for d in deltas if "annotations" in d]
+    # Each reply makes its own signed links (expiring from when it was made); the rest is equal.
+    for annotation in [*whole["annotations"], *(a for c in carrying for a in c)]:
+        annotation["url_citation"].pop("url")
     assert carrying == [whole["annotations"]]
     assert chunks[-2]["choices"][0]["finish_reason"] == "stop"
     assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["total_tokens"] > 0

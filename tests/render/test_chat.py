@@ -12,12 +12,16 @@ from tests.render.conftest import FIRST, SECOND, SUPPORT, TEXT, events_of
 APPENDIX = "\n\nSources:\n[1] refund_policy_2026.pdf (p. 4)\n[2] warranty.md (§ Warranty)"
 
 
+def link(source_id: str) -> str:
+    return f"http://cw.example/v1/links/{source_id}"
+
+
 def options(**overrides: Any) -> ChatOptions:
     return ChatOptions(
         id="abc",
         model="citewell-agent",
         created_at=1000,
-        base_url="http://cw.example/",
+        access_url=link,
         **overrides,
     )
 
@@ -29,7 +33,7 @@ def url_citation(start: int, end: int, source: str, title: str, number: int) -> 
         "url_citation": {
             "start_index": start,
             "end_index": end,
-            "url": f"http://cw.example/v1/sources/{source}/content",
+            "url": link(source),
             "title": title,
             "source_index": number,
             "file_id": source,

@@ -10,9 +10,12 @@ from citewell.model import Answer, GroundingState, Page, Span
 from citewell.render.messages import MessageOptions, render_message, render_message_stream
 from tests.render.conftest import FIRST, PASSAGES, SECOND, TEXT, events_of, make_answer
 
-OPTIONS = MessageOptions(
-    id="abc", model="citewell-agent", created_at=0, base_url="http://cw.example/"
-)
+
+def link(source_id: str) -> str:
+    return f"http://cw.example/v1/links/{source_id}"
+
+
+OPTIONS = MessageOptions(id="abc", model="citewell-agent", created_at=0, access_url=link)
 
 
 def parse(stream: list[str]) -> list[dict[str, Any]]:
@@ -38,7 +41,7 @@ def test_retrieved_passages_are_cited_as_search_results(answer: Answer) -> None:
             "type": "search_result_location",
             "cited_text": FIRST,
             "search_result_index": 0,
-            "source": "http://cw.example/v1/sources/src_policy/content",
+            "source": link("src_policy"),
             "title": "refund_policy_2026.pdf",
             "start_block_index": 0,
             "end_block_index": 1,
@@ -66,7 +69,7 @@ def test_given_documents_are_cited_by_their_own_locations() -> None:
             kind="content_block_location", index=1, units=(PASSAGES[1].chunk.span,)
         ),
     }
-    options = MessageOptions(id="abc", model="m", created_at=0, citables=citables)
+    options = MessageOptions(id="abc", model="m", created_at=0, citables=citables, access_url=link)
     first, _, second = render_message(make_answer(), options)["content"]
     assert first["citations"] == [
         {
@@ -94,7 +97,7 @@ def test_documents_without_citations_leave_their_claims_plain() -> None:
         p.chunk.id: Citable(kind="char_location", index=i, cite=False)
         for i, p in enumerate(PASSAGES)
     }
-    options = MessageOptions(id="abc", model="m", created_at=0, citables=citables)
+    options = MessageOptions(id="abc", model="m", created_at=0, citables=citables, access_url=link)
     assert render_message(make_answer(), options)["content"] == [{"type": "text", "text": TEXT}]
 
 

@@ -135,8 +135,14 @@ def test_a_response_has_every_field_openai_sends(answer: Answer) -> None:
     }
 
 
-def test_results_name_each_passage_and_its_number_in_the_answer(answer: Answer) -> None:
-    response = render_response(answer, options(include=("file_search_call.results",)))
+def test_results_name_each_passage_its_number_in_the_answer_and_its_link(answer: Answer) -> None:
+    response = render_response(
+        answer,
+        options(
+            include=("file_search_call.results",),
+            access_url=lambda source_id: f"http://cw.example/v1/links/{source_id}",
+        ),
+    )
     first, second = response["output"][0]["results"]
     assert first == {
         "file_id": "src_policy",
@@ -150,6 +156,7 @@ def test_results_name_each_passage_and_its_number_in_the_answer(answer: Answer) 
             "locator_label": "p. 4",
             "modality": "text",
             "mime_type": "application/pdf",
+            "access_url": "http://cw.example/v1/links/src_policy",
             "text": FIRST,
             "excerpt": FIRST,
             "preview": FIRST,
@@ -157,6 +164,9 @@ def test_results_name_each_passage_and_its_number_in_the_answer(answer: Answer) 
     }
     assert second["attributes"]["label"] == "warranty.md (§ Warranty)"
     assert "page_number" not in second["attributes"]
+    assert second["attributes"]["access_url"] == "http://cw.example/v1/links/src_warranty"
+    unlinked = render_response(answer, options(include=("file_search_call.results",)))
+    assert "access_url" not in unlinked["output"][0]["results"][0]["attributes"]
 
 
 def test_hidden_missing_and_none_answers_show_no_sources() -> None:

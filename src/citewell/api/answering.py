@@ -17,7 +17,7 @@ from citewell.api.errors import GENERIC_MESSAGE, error_response
 from citewell.engine import AnswerEvent, Completed, Engine
 from citewell.errors import GeneratorError, InvalidRequest, NotFound
 from citewell.generate.base import Turn
-from citewell.model import Agent, Answer
+from citewell.model import Agent, Answer, Principal
 from citewell.render import CitationCompat, SourcesAppendix
 
 __all__ = [
@@ -119,10 +119,10 @@ def render_choices(
     return compat, "include" if chosen == "include" else "omit"
 
 
-def find_agent(engine: Engine, model: str | None) -> Agent | JSONResponse:
+def find_agent(engine: Engine, model: str | None, principal: Principal) -> Agent | JSONResponse:
     """The agent a request names as its ``model`` (the default agent for none), or the 404."""
     try:
-        return engine.agent(model)
+        return engine.agent(model, tenant_id=principal.tenant_id)
     except NotFound:
         return error_response(
             404,

@@ -8,30 +8,38 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from types import ModuleType
 
 import anyio.to_thread
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.routing import APIRoute
 from starlette.routing import Match
 from starlette.types import Scope
 
 import citewell
+from citewell.access import KeyRing
+from citewell.api import agents as agent_routes  # `agents` names create_app's argument
 from citewell.api import (
     buckets,
     chat,
     files,
     health,
+    keys,
+    links,
     messages,
     models,
     responses,
     search,
     sources,
+    vector_stores,
 )
+from citewell.api.deps import get_principal
 from citewell.api.errors import install_error_handlers
 from citewell.api.limits import BodyLimit, Limit
 from citewell.config import Settings
 from citewell.engine import Engine
 from citewell.library import Library
+from citewell.links import LinkSigner
 from citewell.model import Agent
 from citewell.store.files import FileStore
 
@@ -57,6 +65,8 @@ def create_app(
         app.state.library = opened
         app.state.engine = Engine.open(opened, agents, keep_traces=True)
         app.state.files = FileStore(opened.settings.data_dir / "files")
+        app.state.keys = KeyRing(opened.store, admin_key=settings.admin_key)
+        app.state.links = LinkSigner.open(opened.settings.links, opened.settings.data_dir)
         app.state.started_at = int(time.time())
 
     @asynccontextmanager
@@ -74,6 +84,8 @@ def create_app(
             app.state.library = None
             app.state.engine = None
             app.state.files = None
+            app.state.keys = None
+            app.state.links = None
             opened.close()
 
     app = FastAPI(
@@ -86,17 +98,25 @@ def create_app(
         generate_unique_id_function=lambda route: route.name,
     )
     install_error_handlers(app)
-    for module in (health, buckets, sources, search, responses, chat, messages, models, files):
-        app.include_router(module.router)
+    app.include_router(health.router)
+    # A signed link is opened without a key (in a browser): the token stands in for it.
+    app.include_router(links.router)
+    # Everything else needs a caller: a valid key, or the local user of an open server.
+    for module in (
+        buckets,
+        sources,
+        search,
+        responses,
+        chat,
+        messages,
+        models,
+        agent_routes,
+        files,
+        vector_stores,
+        keys,
+    ):
+        app.include_router(module.router, dependencies=[Depends(get_principal)])
 
-    # The router's own route object: matching needs no lookup in the app's route table.
-    upload_routes = [
-        r
-        for module in (sources, files)
-        for r in module.router.routes
-        if isinstance(r, APIRoute) and r.name in ("upload_source", "upload_file")
-    ]
-    messages_route = next(r for r in messages.router.routes if isinstance(r, APIRoute))
     max_file = settings.ingest.max_file_bytes
     upload_limit = Limit(
         max_file + MULTIPART_ALLOWANCE,
@@ -104,29 +124,44 @@ def create_app(
         "file_too_large",
         "file",
     )
-    other_limit = Limit(
-        MAX_JSON_BYTES,
-        f"The request body is larger than the limit of {MAX_JSON_BYTES} bytes.",
-        "request_too_large",
-        None,
+    # An archive holds many files: what it may unpack to bounds it (checked again on reading).
+    max_archive = settings.ingest.max_unpacked_bytes
+    archive_limit = Limit(
+        max_archive + MULTIPART_ALLOWANCE,
+        f"The archive is larger than the limit of {max_archive} bytes.",
+        "file_too_large",
+        "file",
     )
-
     messages_limit = Limit(
         MAX_MESSAGES_BYTES,
         f"The request body is larger than the limit of {MAX_MESSAGES_BYTES} bytes.",
         "request_too_large",
         None,
     )
+    other_limit = Limit(
+        MAX_JSON_BYTES,
+        f"The request body is larger than the limit of {MAX_JSON_BYTES} bytes.",
+        "request_too_large",
+        None,
+    )
+    # The routers' own route objects: matching needs no lookup in the app's route table.
+    limits = [
+        (_route(sources, "upload_source"), upload_limit),
+        (_route(files, "upload_file"), upload_limit),
+        (_route(buckets, "import_bucket"), archive_limit),
+        (_route(messages, "create_message"), messages_limit),
+    ]
 
     def limit_for(scope: Scope) -> Limit:
-        if any(route.matches(scope)[0] is Match.FULL for route in upload_routes):
-            return upload_limit
-        if messages_route.matches(scope)[0] is Match.FULL:
-            return messages_limit
-        return other_limit
+        matching = (limit for route, limit in limits if route.matches(scope)[0] is Match.FULL)
+        return next(matching, other_limit)
 
     app.add_middleware(BodyLimit, limit_for=limit_for)
     return app
+
+
+def _route(module: ModuleType, name: str) -> APIRoute:
+    return next(r for r in module.router.routes if isinstance(r, APIRoute) and r.name == name)
 
 
 def serve_app() -> FastAPI:

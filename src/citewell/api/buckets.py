@@ -2,18 +2,32 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import tempfile
+from collections.abc import Iterator
+from typing import IO, Annotated, Literal
 
-from fastapi import APIRouter, Response, status
+from fastapi import APIRouter, File, Form, Response, UploadFile, status
+from fastapi.responses import StreamingResponse
 from pydantic import Field
 
-from citewell.api.deps import LibraryDep, ListObject, PrincipalDep, WireModel, WireObject
+from citewell.api.deps import (
+    Deleting,
+    Exporting,
+    LibraryDep,
+    ListObject,
+    Managing,
+    PrincipalDep,
+    WireModel,
+    WireObject,
+)
 from citewell.errors import NotFound
 from citewell.model import Bucket
 
 __all__ = ["BucketObject", "router"]
 
 router = APIRouter(prefix="/v1/buckets", tags=["buckets"])
+
+_SEND_CHUNK = 1024 * 1024
 
 
 class BucketObject(WireObject):
@@ -40,6 +54,15 @@ class BucketCreate(WireModel):
     name: str | None = Field(default=None, max_length=200, description="Defaults to the slug.")
 
 
+class BucketUpdate(WireModel):
+    slug: str | None = Field(
+        default=None, description="New slug, unique among the tenant's buckets. [default: kept]"
+    )
+    name: str | None = Field(
+        default=None, min_length=1, max_length=200, description="New name. [default: kept]"
+    )
+
+
 class BucketDeleted(WireModel):
     id: str
     object: Literal["bucket.deleted"] = "bucket.deleted"
@@ -52,7 +75,7 @@ class BucketDeleted(WireModel):
     responses={200: {"model": BucketObject, "description": "The bucket already existed."}},
 )
 def create_bucket(
-    body: BucketCreate, response: Response, library: LibraryDep, principal: PrincipalDep
+    body: BucketCreate, response: Response, library: LibraryDep, principal: Managing
 ) -> BucketObject:
     """Create a bucket; creating one that exists returns it unchanged with status 200."""
     try:
@@ -80,8 +103,69 @@ def get_bucket(bucket: str, library: LibraryDep, principal: PrincipalDep) -> Buc
 
 
 @router.delete("/{bucket}")
-def delete_bucket(bucket: str, library: LibraryDep, principal: PrincipalDep) -> BucketDeleted:
+def delete_bucket(bucket: str, library: LibraryDep, principal: Deleting) -> BucketDeleted:
     """Delete a bucket with all its sources."""
     bucket_id = library.get_bucket(bucket, principal=principal).id
     library.delete_bucket(bucket_id, principal=principal)
     return BucketDeleted(id=bucket_id)
+
+
+# Before the routes of "/{bucket}": "import" is this route's, not a bucket's slug.
+@router.post("/import", status_code=status.HTTP_201_CREATED)
+def import_bucket(
+    file: Annotated[UploadFile, File(description="A bucket archive, as exported.")],
+    library: LibraryDep,
+    principal: Managing,
+    slug: Annotated[
+        str | None, Form(description="Slug of the new bucket. [default: the archive's]")
+    ] = None,
+) -> BucketObject:
+    """Create a bucket from an exported archive; 409 when the slug is taken."""
+    bucket = library.import_bucket(
+        file.file, slug=slug, name=file.filename or "the archive", principal=principal
+    )
+    return BucketObject.render(bucket)
+
+
+@router.post("/{bucket}")
+def rename_bucket(
+    bucket: str, body: BucketUpdate, library: LibraryDep, principal: Managing
+) -> BucketObject:
+    """Change a bucket's slug and/or name; 409 when another bucket has the slug."""
+    return BucketObject.render(
+        library.rename_bucket(bucket, slug=body.slug, name=body.name, principal=principal)
+    )
+
+
+@router.get(
+    "/{bucket}/export",
+    response_class=StreamingResponse,
+    responses={200: {"description": "The bucket archive.", "content": {"application/zip": {}}}},
+)
+def export_bucket(bucket: str, library: LibraryDep, principal: Exporting) -> StreamingResponse:
+    """The bucket as a zip of its originals and a manifest, which ``import_bucket`` reads."""
+    found = library.get_bucket(bucket, principal=principal)
+    # On disk, not in memory: a bucket's originals may be far larger than the server's memory.
+    # Closed (and so removed) by _send once sent.
+    spool = tempfile.TemporaryFile(dir=library.settings.data_dir)
+    try:
+        library.export_bucket(found.id, spool, principal=principal)
+        size = spool.tell()
+        spool.seek(0)
+    except BaseException:
+        spool.close()
+        raise
+    return StreamingResponse(
+        _send(spool),
+        media_type="application/zip",
+        headers={
+            "Content-Disposition": f'attachment; filename="{found.slug}.citewell.zip"',
+            "Content-Length": str(size),
+        },
+    )
+
+
+def _send(spool: IO[bytes]) -> Iterator[bytes]:
+    with spool:
+        while chunk := spool.read(_SEND_CHUNK):
+            yield chunk

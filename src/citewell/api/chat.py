@@ -29,9 +29,11 @@ from citewell.api.answering import (
     render_choices,
     text_of,
 )
-from citewell.api.deps import EngineDep, PrincipalDep, WireModel
+from citewell.api.deps import Asking, EngineDep, WireModel
+from citewell.api.links import access_urls
 from citewell.engine import Question
 from citewell.errors import InvalidRequest
+from citewell.model import Permission
 from citewell.render import ChatOptions, ChatStream, render_completion
 from citewell.render.common import dumps
 
@@ -84,10 +86,10 @@ class ChatBody(WireModel):
 
 @router.post("/v1/chat/completions", response_model=None)
 async def create_chat_completion(
-    body: ChatBody, request: Request, engine: EngineDep, principal: PrincipalDep
+    body: ChatBody, request: Request, engine: EngineDep, principal: Asking
 ) -> Response:
     """An answer with its citations, as a ``chat.completion`` or its chunks."""
-    agent = find_agent(engine, body.model)
+    agent = find_agent(engine, body.model, principal)
     if isinstance(agent, JSONResponse):
         return agent
     if body.response_format is not None and body.response_format.get("type") != "text":
@@ -117,7 +119,7 @@ async def create_chat_completion(
         show_sources=agent.show_sources,
         retrieve=retrieve,
         instructions=conversation.instructions,
-        base_url=str(request.base_url),
+        access_url=access_urls(request, principal, Permission.ASK),
         include_usage=body.stream_options is not None and body.stream_options.include_usage,
         metadata=body.metadata,
     )

@@ -44,6 +44,7 @@ from citewell.errors import (
     ParseError,
     PermissionDenied,
     StoreError,
+    Unauthenticated,
     UnsupportedFormat,
 )
 
@@ -66,6 +67,7 @@ GENERIC_MESSAGE = "The server had an error while processing your request."
 ERROR_STATUS: dict[type[CitewellError], tuple[int, str, str | None]] = {
     InvalidRequest: (400, INVALID, "invalid_value"),
     NotFound: (404, INVALID, "not_found"),
+    Unauthenticated: (401, INVALID, "invalid_api_key"),
     PermissionDenied: (403, INVALID, "permission_denied"),
     Conflict: (409, INVALID, "conflict"),
     IngestError: (422, INVALID, "invalid_file"),
@@ -207,7 +209,14 @@ def _citewell_error(request: Request, exc: Exception) -> JSONResponse:
     param = getattr(exc, "param", None)
     if isinstance(exc, IngestError):
         param = "file"
-    return _respond(request, status, exc.message, type_=type_, param=param, code=code)
+    headers = None
+    if isinstance(exc, Unauthenticated):
+        headers = {"www-authenticate": "Bearer"}
+    elif isinstance(exc, Conflict):
+        headers = {"x-should-retry": "false"}  # the OpenAI SDKs retry a 409 unless told not to
+    return _respond(
+        request, status, exc.message, type_=type_, param=param, code=code, headers=headers
+    )
 
 
 def _validation_error(request: Request, exc: Exception) -> JSONResponse:

@@ -27,9 +27,10 @@ from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from citewell.api.answering import MAX_ITEMS, MAX_TEXT, Name, Text
-from citewell.api.deps import EngineDep, PrincipalDep
+from citewell.api.deps import Asking, EngineDep
 from citewell.api.errors import GENERIC_MESSAGE, request_id
 from citewell.api.files import get_files
+from citewell.api.links import access_urls
 from citewell.documents import (
     BlocksBody,
     PdfBody,
@@ -42,6 +43,7 @@ from citewell.documents import (
 from citewell.engine import AnswerEvent, Question
 from citewell.errors import GeneratorError, GeneratorTimeout, GeneratorUnavailable, InvalidRequest
 from citewell.generate.base import Turn
+from citewell.model import Permission
 from citewell.render.common import dumps
 from citewell.render.messages import MessageOptions, MessageStream, render_message
 from citewell.store.files import FileStore
@@ -193,14 +195,14 @@ async def create_message(
     body: MessagesBody,
     request: Request,
     engine: EngineDep,
-    principal: PrincipalDep,
+    principal: Asking,
     anthropic_version: Annotated[str | None, Header()] = None,
 ) -> Response:
     """An answer as Anthropic's ``message``, its text blocks citing the request's documents (or
     what the agent retrieved), or as its event stream."""
     rid = request_id(request.scope)
     version = api_version(anthropic_version)
-    agent = engine.agent(body.model)
+    agent = engine.agent(body.model, tenant_id=principal.tenant_id)
     reading = _Reading(body, version, get_files(request), principal.tenant_id)
     conversation = await anyio.to_thread.run_sync(reading.read)
     given = None
@@ -226,7 +228,7 @@ async def create_message(
         show_sources=agent.show_sources,
         instructions=instructions,
         citables=documents.citables if given is not None else {},
-        base_url=str(request.base_url),
+        access_url=access_urls(request, principal, Permission.ASK),
         request_id=rid,
     )
     headers = {"request-id": rid}

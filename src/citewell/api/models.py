@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 from pydantic import Field
 
 from citewell.api.answering import find_agent
-from citewell.api.deps import EngineDep, ListObject, WireObject
+from citewell.api.deps import EngineDep, ListObject, PrincipalDep, WireObject
 from citewell.model import Agent
 
 __all__ = ["ModelObject", "router"]
@@ -31,16 +31,22 @@ class ModelObject(WireObject):
 
 
 @router.get("/v1/models")
-def list_models(request: Request, engine: EngineDep) -> ListObject[ModelObject]:
-    """The agents, in the order they were configured; the default agent first unless set."""
+def list_models(
+    request: Request, engine: EngineDep, principal: PrincipalDep
+) -> ListObject[ModelObject]:
+    """The agents: the configured ones (the default agent first unless set), then the
+    tenant's own (``/v1/agents``)."""
     created = request.app.state.started_at
-    return ListObject.of([ModelObject.render(a, created) for a in engine.agents()])
+    agents = engine.agents(tenant_id=principal.tenant_id)
+    return ListObject.of([ModelObject.render(a, created) for a in agents])
 
 
 @router.get("/v1/models/{model}", response_model=None)
-def get_model(model: str, request: Request, engine: EngineDep) -> ModelObject | JSONResponse:
-    """One agent; 404 ``model_not_found`` for a name no agent has."""
-    agent = find_agent(engine, model)
+def get_model(
+    model: str, request: Request, engine: EngineDep, principal: PrincipalDep
+) -> ModelObject | JSONResponse:
+    """One agent; 404 ``model_not_found`` for a name no agent of the caller's has."""
+    agent = find_agent(engine, model, principal)
     if isinstance(agent, JSONResponse):
         return agent
     return ModelObject.render(agent, request.app.state.started_at)

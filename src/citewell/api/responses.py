@@ -31,13 +31,14 @@ from citewell.api.answering import (
     render_choices,
     text_of,
 )
-from citewell.api.deps import EngineDep, PrincipalDep, WireModel
+from citewell.api.deps import Asking, EngineDep, WireModel
 from citewell.api.errors import error_response
+from citewell.api.links import access_urls
 from citewell.api.search import BoundedFilter
 from citewell.engine import Engine, Question
 from citewell.errors import InvalidRequest, NotFound
 from citewell.generate.base import Turn
-from citewell.model import Answer, CompoundFilter, Filter, Principal
+from citewell.model import Answer, CompoundFilter, Filter, Permission, Principal
 from citewell.render import ResponseOptions, ResponseStream, render_response
 from citewell.render.common import dumps
 from citewell.store.base import StoredAnswer
@@ -124,10 +125,10 @@ class ResponsesBody(WireModel):
 
 @router.post("/v1/responses", response_model=None)
 async def create_response(
-    body: ResponsesBody, request: Request, engine: EngineDep, principal: PrincipalDep
+    body: ResponsesBody, request: Request, engine: EngineDep, principal: Asking
 ) -> Response:
     """An answer with its citations, as OpenAI's ``response`` object or its event stream."""
-    agent = find_agent(engine, body.model)
+    agent = find_agent(engine, body.model, principal)
     if isinstance(agent, JSONResponse):
         return agent
     if body.background:
@@ -169,6 +170,7 @@ async def create_response(
         if isinstance(body.tool_choice, str)
         else body.tool_choice.model_dump(),
         include=tuple(body.include),
+        access_url=access_urls(request, principal, Permission.ASK),
         metadata=body.metadata,
         temperature=1.0 if body.temperature is None else body.temperature,
         top_p=1.0 if body.top_p is None else body.top_p,
@@ -188,6 +190,8 @@ async def create_response(
                 answer=answer,
                 rendered=rendered,
                 conversation=turns,
+                previous_id=body.previous_response_id,
+                key_id=principal.key_id,
             )
             await anyio.to_thread.run_sync(engine.library.store.put_answer, stored)
 
@@ -211,16 +215,25 @@ async def create_response(
 async def get_response(
     response_id: Annotated[str, Field(max_length=256)],
     engine: EngineDep,
-    principal: PrincipalDep,
+    principal: Asking,
     stream: Annotated[bool, Query()] = False,
 ) -> Response:
     """A stored response, exactly as it was first sent (its stream cannot be replayed)."""
     if stream:
         raise InvalidRequest("Replaying a response as a stream is not supported.", param="stream")
+    stored = await _stored(engine, response_id, principal)
+    return Response(stored.rendered, media_type="application/json")
+
+
+async def _stored(engine: Engine, response_id: str, principal: Principal) -> StoredAnswer:
+    """A stored answer the caller may read again: its own, or any of the tenant's when it sees
+    everything (an answer holds what the key that asked could see)."""
     stored = await anyio.to_thread.run_sync(
         lambda: engine.library.store.get_answer(response_id, tenant_id=principal.tenant_id)
     )
-    return Response(stored.rendered, media_type="application/json")
+    if stored.key_id != principal.key_id and not principal.sees_everything:
+        raise NotFound(f"No response found with id '{response_id}'.", param="response_id")
+    return stored
 
 
 def _messages(input_: str | list[InputItem]) -> list[tuple[str, str]]:
@@ -247,9 +260,7 @@ async def _earlier_turns(
     """The conversation up to and including a stored response, for ``previous_response_id``."""
     if previous_id is None:
         return ()
-    stored = await anyio.to_thread.run_sync(
-        lambda: engine.library.store.get_answer(previous_id, tenant_id=principal.tenant_id)
-    )
+    stored = await _stored(engine, previous_id, principal)
     turns = [Turn(role, text) for role, text in stored.conversation]
     return (*turns, Turn("user", stored.answer.question), Turn("assistant", stored.answer.text))
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import AfterValidator, Field
 
-from citewell.api.deps import LibraryDep, PrincipalDep, WireModel
+from citewell.api.deps import LibraryDep, Searching, WireModel
+from citewell.api.links import access_urls
 from citewell.api.sources import SourceObject, SpanObject
 from citewell.cite.locator import locator_label, source_label
 from citewell.model import (
@@ -23,9 +24,11 @@ from citewell.model import (
     Filter,
     Modality,
     Passage,
+    Permission,
     ScoreBreakdown,
     SearchRequest,
 )
+from citewell.render.common import AccessUrl
 
 __all__ = [
     "BoundedFilter",
@@ -129,9 +132,13 @@ class SearchResult(WireModel):
     pages: list[int] = Field(description="Pages the passage lies on; empty without pages.")
     sentences: list[SentenceObject] = Field(description="Best-matching sentences, best first.")
     source: SourceObject
+    access_url: str | None = Field(
+        description="A signed link opening the source's original file, without a key, for a "
+        "while (GET /v1/links/{token}); null from `citewell search --json`, which serves none."
+    )
 
     @classmethod
-    def render(cls, passage: Passage) -> SearchResult:
+    def render(cls, passage: Passage, access_url: AccessUrl | None) -> SearchResult:
         chunk, source = passage.chunk, passage.source
         locator = locator_label(
             page_number=passage.page_number,
@@ -168,6 +175,7 @@ class SearchResult(WireModel):
                 for s in passage.sentences
             ],
             source=SourceObject.render(source),
+            access_url=access_url(source.id) if access_url else None,
         )
 
 
@@ -178,11 +186,19 @@ class SearchResults(WireModel):
     has_more: Literal[False] = Field(default=False, description="Always false.")
 
 
-def render_results(query: str, passages: Sequence[Passage]) -> SearchResults:
-    return SearchResults(search_query=query, data=[SearchResult.render(p) for p in passages])
+def render_results(
+    query: str, passages: Sequence[Passage], access_url: AccessUrl | None = None
+) -> SearchResults:
+    """The results of a search; ``access_url`` makes their links (None: they have none)."""
+    return SearchResults(
+        search_query=query, data=[SearchResult.render(p, access_url) for p in passages]
+    )
 
 
 @router.post("/v1/search")
-def search(body: SearchBody, library: LibraryDep, principal: PrincipalDep) -> SearchResults:
-    """Ranked passages for a query, with their best sentences, pages and scores."""
-    return render_results(body.query, library.search(body, principal=principal))
+def search(
+    body: SearchBody, request: Request, library: LibraryDep, principal: Searching
+) -> SearchResults:
+    """Ranked passages for a query, with their best sentences, pages, scores and links."""
+    passages = library.search(body, principal=principal)
+    return render_results(body.query, passages, access_urls(request, principal, Permission.SEARCH))

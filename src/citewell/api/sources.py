@@ -10,17 +10,36 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
 from fastapi import APIRouter, File, Form, Query, Response, UploadFile, status
 from pydantic import Field
 
-from citewell.api.deps import LibraryDep, ListObject, PrincipalDep, WireModel, WireObject
+from citewell.api.deps import (
+    Deleting,
+    Ingesting,
+    LibraryDep,
+    ListObject,
+    PrincipalDep,
+    Searching,
+    WireModel,
+    WireObject,
+)
 from citewell.errors import FileTooLarge, InvalidRequest
-from citewell.model import IngestOutcome, IngestResult, MetadataValue, Modality, Page, Source
+from citewell.library import Library
+from citewell.model import (
+    IngestOutcome,
+    IngestResult,
+    MetadataValue,
+    Modality,
+    Page,
+    Principal,
+    Source,
+)
 
-__all__ = ["IngestResponse", "SourceObject", "read_upload", "router"]
+__all__ = ["IngestResponse", "SourceObject", "original_response", "read_upload", "router"]
 
 router = APIRouter(tags=["sources"])
 
@@ -140,7 +159,7 @@ def upload_source(
     file: Annotated[UploadFile, File(description="The original file.")],
     response: Response,
     library: LibraryDep,
-    principal: PrincipalDep,
+    principal: Ingesting,
     effective_date: Annotated[
         dt.date | None, Form(description="Date from which the content applies, YYYY-MM-DD.")
     ] = None,
@@ -187,7 +206,7 @@ def get_source(source_id: str, library: LibraryDep, principal: PrincipalDep) -> 
 
 
 @router.delete("/v1/sources/{source_id}")
-def delete_source(source_id: str, library: LibraryDep, principal: PrincipalDep) -> SourceDeleted:
+def delete_source(source_id: str, library: LibraryDep, principal: Deleting) -> SourceDeleted:
     """Delete one version; a newer or older version of the same file is left as it is."""
     library.delete_source(source_id, principal=principal)
     return SourceDeleted(id=source_id)
@@ -198,23 +217,13 @@ def delete_source(source_id: str, library: LibraryDep, principal: PrincipalDep) 
     response_class=Response,
     responses={200: {"description": "The original bytes.", "content": {"*/*": {}}}},
 )
-def get_source_content(source_id: str, library: LibraryDep, principal: PrincipalDep) -> Response:
+def get_source_content(source_id: str, library: LibraryDep, principal: Searching) -> Response:
     """The original file, as a download."""
-    source = library.get_source(source_id, principal=principal)
-    return Response(
-        content=library.original(source.id, principal=principal),
-        media_type=source.mime_type,
-        headers={
-            "Content-Disposition": _attachment(source.filename),
-            # An uploaded HTML page must never run as part of this origin.
-            "Content-Security-Policy": "sandbox",
-            "X-Content-Type-Options": "nosniff",
-        },
-    )
+    return original_response(library, source_id, principal, disposition="attachment")
 
 
 @router.get("/v1/sources/{source_id}/text")
-def get_source_text(source_id: str, library: LibraryDep, principal: PrincipalDep) -> SourceText:
+def get_source_text(source_id: str, library: LibraryDep, principal: Searching) -> SourceText:
     """The canonical text every span indexes, with the range of each page."""
     return SourceText(
         source_id=source_id,
@@ -265,12 +274,42 @@ def _json_field(raw: str | None, param: str) -> Any:
         raise InvalidRequest(f"{param} is not valid JSON.", param=param) from None
 
 
-def _attachment(filename: str) -> str:
+def original_response(
+    library: Library,
+    source_id: str,
+    principal: Principal,
+    *,
+    disposition: Literal["attachment", "inline"],
+    headers: Mapping[str, str] | None = None,
+) -> Response:
+    """A source's original bytes with its media type, named after its file: a download
+    (``attachment``) or for the browser to show (``inline``); ``headers`` are added."""
+    source = library.get_source(source_id, principal=principal)
+    return Response(
+        content=library.original(source.id, principal=principal),
+        media_type=source.mime_type,
+        headers={
+            "Content-Disposition": _disposition(disposition, source.filename),
+            "Content-Security-Policy": _content_policy(source.mime_type),
+            "X-Content-Type-Options": "nosniff",
+            **(headers or {}),
+        },
+    )
+
+
+def _content_policy(media_type: str) -> str:
+    """An uploaded HTML page (or SVG image) must never run as part of this origin: sandboxed.
+    Chromium refuses to show a PDF in a sandboxed document, and its PDF viewer runs apart from
+    the page's origin: a PDF is only kept from being framed by other sites."""
+    return "frame-ancestors 'self'" if media_type == "application/pdf" else "sandbox"
+
+
+def _disposition(kind: str, filename: str) -> str:
     """A Content-Disposition naming the file; non-ASCII names use RFC 5987 encoding."""
     quoted = quote(filename, safe="")
     if quoted == filename:
-        return f'attachment; filename="{filename}"'
+        return f'{kind}; filename="{filename}"'
     fallback = "".join(
         c if c.isascii() and c.isprintable() and c not in '"\\' else "_" for c in filename
     )
-    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quoted}"
+    return f"{kind}; filename=\"{fallback}\"; filename*=UTF-8''{quoted}"

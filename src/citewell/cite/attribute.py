@@ -53,6 +53,8 @@ class Attribution:
         self.sources: list[CitedSource] = []
         self.verdicts: list[Verdict] = []
         """Every candidate range judged for a claim of ``claims``, kept or dropped."""
+        self._scores: dict[tuple[str, tuple[int, ...]], float] = {}
+        """Support by (claim text, evidence numbers of the range)."""
 
     def attribute(self, text: str, span: Span, numbers: Sequence[int]) -> ClaimResult:
         """Decide the citations of the claim ``text`` at ``span`` of the answer."""
@@ -102,15 +104,23 @@ class Attribution:
         """The groups the verifier supports; with ``claim_index``, every verdict is recorded."""
         kept = []
         for group in groups:
-            score = self._verifier.support(
-                claim_text, [s.text for s in group], language=self._evidence.language
-            )
+            score = self._support(claim_text, group)
             passes = score >= self._agent.support_threshold
             if passes:
                 kept.append((group, score))
             if claim_index is not None:
                 self.verdicts.append(self._verdict(claim_index, group, score, kept=passes))
         return kept
+
+    def _support(self, claim_text: str, group: list[EvidenceSentence]) -> float:
+        """The verifier's score, asked once per answer: a strict agent's ``supports`` judges
+        the ranges that ``attribute`` judges again, and a model judge costs a request each."""
+        key = (claim_text, tuple(s.number for s in group))
+        if key not in self._scores:
+            self._scores[key] = self._verifier.support(
+                claim_text, [s.text for s in group], language=self._evidence.language
+            )
+        return self._scores[key]
 
     def _verdict(
         self, claim_index: int, group: list[EvidenceSentence], score: float, *, kept: bool

@@ -9,8 +9,8 @@ citewell's ``source_index``, ``file_id`` and the cited range of the source added
 (``cited_text``, ``cited_start_index``/``cited_end_index`` into the canonical text of
 ``GET /v1/sources/{file_id}/text``, ``chunk_id``, ``page_number``, ``page_label``,
 ``support``), as the Responses dialect has them. ``url`` opens the source's original file on
-this server; ``title`` is its file name. Chat clients mostly show ``content`` alone, so
-the "Sources:" appendix is included by default.
+this server (a signed link: ``ChatOptions.access_url``); ``title`` is its file name. Chat
+clients mostly show ``content`` alone, so the "Sources:" appendix is included by default.
 
 Streaming sends ``data:`` lines only: text deltas as the answer grows, then every annotation in
 ONE delta (the SDK's ``chat.completions.stream()`` crashes on a second one) with the message's
@@ -26,6 +26,7 @@ from typing import Any
 from citewell.engine import AnswerEvent, ClaimDone, Completed, TextDelta
 from citewell.model import Answer
 from citewell.render.common import (
+    AccessUrl,
     AnswerOptions,
     Ids,
     SourcesAppendix,
@@ -34,7 +35,6 @@ from citewell.render.common import (
     cited_range,
     dumps,
     layout,
-    source_url,
     token_usage,
     unsupported_claims,
 )
@@ -50,8 +50,8 @@ class ChatOptions(AnswerOptions):
 
     sources_appendix: SourcesAppendix = "include"
     """Chat clients mostly show ``content`` alone: the sources are listed in it by default."""
-    base_url: str
-    """The server's address as the client sees it: citation links are made absolute with it."""
+    access_url: AccessUrl
+    """How a citation's ``url`` is made (every citation has one)."""
     include_usage: bool = False
     """``stream_options.include_usage``: a last chunk with the token counts."""
     metadata: dict[str, str] | None = None
@@ -67,7 +67,7 @@ def render_completion(answer: Answer, options: ChatOptions) -> dict[str, Any]:
             "url_citation": {
                 "start_index": anchor.start,
                 "end_index": anchor.end,
-                "url": source_url(options.base_url, anchor.citation.source_id),
+                "url": options.access_url(anchor.citation.source_id),
                 "title": sources[anchor.citation.source_id].filename,
                 "source_index": anchor.citation.source_index,
                 "file_id": anchor.citation.source_id,

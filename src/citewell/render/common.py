@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -32,6 +32,7 @@ from citewell.cite.locator import locator_label, source_label
 from citewell.model import Answer, Citation, GroundingState, Passage, Source, Span
 
 __all__ = [
+    "AccessUrl",
     "Anchor",
     "AnswerOptions",
     "CitationCompat",
@@ -48,13 +49,15 @@ __all__ = [
     "marker",
     "passage_label",
     "shows_sources",
-    "source_url",
     "token_usage",
     "unsupported_claims",
 ]
 
 CitationCompat = Literal["native", "legacy"]
 SourcesAppendix = Literal["omit", "include"]
+AccessUrl = Callable[[str], str]
+"""Where a reader opens a source (by its id): a signed link to its original on this server,
+made by the HTTP handler for the request's caller (``citewell.links``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,6 +80,9 @@ class AnswerOptions:
     retrieve: bool = True
     """Whether the request looks anything up (a stream announces the search before it ends)."""
     instructions: str | None = None
+    access_url: AccessUrl | None = None
+    """How links to sources are made; None where nothing serves them (the CLI): results then
+    carry no ``access_url``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,15 +265,6 @@ def passage_label(passage: Passage) -> tuple[str, str | None]:
         heading_path=passage.chunk.heading_path,
     )
     return source_label(passage.source.filename, locator), locator
-
-
-def source_url(base_url: str, source_id: str) -> str:
-    """Where a reader opens a source: its original file on this server.
-
-    Signed, expiring links replace this once they exist; until then the link needs the same
-    access as the API itself.
-    """
-    return f"{base_url.rstrip('/')}/v1/sources/{source_id}/content"
 
 
 # A CJK character is about one token; elsewhere a run of letters and digits, or one mark.

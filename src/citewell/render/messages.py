@@ -13,9 +13,10 @@ stream accumulator, where a field on the message would be lost.
 A citation is named by the ``Citable`` of the chunk it cites (``citewell.documents``): a
 request's own documents as ``char_location`` / ``page_location`` / ``content_block_location`` /
 ``search_result_location``; passages citewell retrieved as ``search_result_location`` whose
-``source`` is the source's URL on this server, ``title`` its file name, ``search_result_index``
-the passage's rank among those retrieved and whose block indices count the sentences of the
-passage's chunk. ``cited_text`` is always exactly the cited range of the source's text.
+``source`` is a signed link to the source's original on this server (``access_url``), ``title``
+its file name, ``search_result_index`` the passage's rank among those retrieved and whose block
+indices count the sentences of the passage's chunk. ``cited_text`` is always exactly the cited
+range of the source's text.
 
 The stream follows wire-formats C.5: a claim's block goes out whole once the claim is settled
 (text, then its citations as ``citations_delta``), plain text as soon as it is known to be plain.
@@ -32,13 +33,13 @@ from citewell.documents import Citable, block_range
 from citewell.engine import AnswerEvent, ClaimDone, Completed, Retrieved, TextDelta
 from citewell.model import Answer, Citation, Claim, Passage
 from citewell.render.common import (
+    AccessUrl,
     AnswerOptions,
     Ids,
     citations_by_claim,
     count_tokens,
     dumps,
     shows_sources,
-    source_url,
 )
 
 __all__ = [
@@ -57,19 +58,19 @@ class MessageOptions(AnswerOptions):
 
     citables: Mapping[str, Citable] = field(default_factory=dict)
     """How the request's own documents are cited, by chunk id; empty when citewell retrieves."""
-    base_url: str = ""
-    """This server's URL: retrieved sources are cited by their URL here."""
+    access_url: AccessUrl
+    """How a retrieved source's ``source`` URL is made."""
     request_id: str | None = None
 
 
-def retrieved_citables(passages: Sequence[Passage], base_url: str) -> dict[str, Citable]:
+def retrieved_citables(passages: Sequence[Passage], access_url: AccessUrl) -> dict[str, Citable]:
     """Retrieved passages as search results, by chunk id."""
     return {
         p.chunk.id: Citable(
             kind="search_result_location",
             index=index,
             title=p.source.filename,
-            source=source_url(base_url, p.source.id),
+            source=access_url(p.source.id),
             units=p.chunk.sentences,
         )
         for index, p in enumerate(passages)
@@ -179,7 +180,7 @@ def _pieces(answer: Answer, options: MessageOptions) -> list[_Piece]:
 
 
 def _citables(answer: Answer, options: MessageOptions) -> Mapping[str, Citable]:
-    return options.citables or retrieved_citables(answer.passages, options.base_url)
+    return options.citables or retrieved_citables(answer.passages, options.access_url)
 
 
 def _content(pieces: Iterable[_Piece]) -> list[dict[str, Any]]:
@@ -269,7 +270,7 @@ class MessageStream:
         out: list[str] = []
         if isinstance(event, Retrieved):
             if not self._options.citables:
-                self._blocks.citables = retrieved_citables(event.passages, self._options.base_url)
+                self._blocks.citables = retrieved_citables(event.passages, self._options.access_url)
             self._input_tokens = _input_tokens(event.query, self._options, event.passages)
             out += self._start()
         elif isinstance(event, TextDelta):

@@ -5,13 +5,14 @@
 
 Output: a ``file_search_call`` item (unless nothing was looked up) whose ``results`` (only when
 asked for with ``include: ["file_search_call.results"]``, else ``null``) are the retrieved
-passages, then one ``message`` whose ``output_text`` carries one ``file_citation`` per citation:
-OpenAI's ``file_id``, ``filename`` and ``index`` (the end of the cited claim: where a marker
-belongs) plus citewell's ``start_index``/``end_index`` (the claim), ``source_index`` (the
-number of the source in this answer, from 1) and the cited range of the source:
-``cited_text``, ``cited_start_index``/``cited_end_index`` (code points into the source's
-canonical text, ``GET /v1/sources/{file_id}/text``), ``chunk_id``, ``page_number``,
-``page_label`` and ``support`` (the verifier's score).
+passages, each with its source's ``access_url`` (a signed link: ``AnswerOptions.access_url``),
+then one ``message`` whose ``output_text`` carries one ``file_citation`` per citation: OpenAI's
+``file_id``, ``filename`` and ``index`` (the end of the cited claim: where a marker belongs)
+plus citewell's ``start_index``/``end_index`` (the claim), ``source_index`` (the number of the
+source in this answer, from 1) and the cited range of the source: ``cited_text``,
+``cited_start_index``/``cited_end_index`` (code points into the source's canonical text,
+``GET /v1/sources/{file_id}/text``), ``chunk_id``, ``page_number``, ``page_label`` and
+``support`` (the verifier's score).
 
 The stream follows wire-formats A.7.2 event by event; ``response.completed`` carries exactly what
 ``render_response`` returns for the same answer (the SDK's ``get_final_response()`` reads only
@@ -180,7 +181,7 @@ class ResponseStream:
             results = None
             if self._options.include_results:
                 # Which sources the answer will cite is not known yet: no source_index here.
-                results = [_result(p, None) for p in event.passages]
+                results = [_result(p, None, self._options) for p in event.passages]
             out += [
                 self._event(
                     "response.output_item.added",
@@ -352,10 +353,10 @@ def _results(answer: Answer, options: ResponseOptions) -> list[dict[str, Any]] |
     if not options.include_results or not shows_sources(answer, options):
         return None
     numbers = {s.source.id: s.source_index for s in answer.sources}
-    return [_result(p, numbers.get(p.source.id)) for p in answer.passages]
+    return [_result(p, numbers.get(p.source.id), options) for p in answer.passages]
 
 
-def _result(passage: Passage, source_index: int | None) -> dict[str, Any]:
+def _result(passage: Passage, source_index: int | None, options: ResponseOptions) -> dict[str, Any]:
     source = passage.source
     label, locator = passage_label(passage)
     excerpt = passage.sentences[0].text if passage.sentences else passage.chunk.text
@@ -367,6 +368,7 @@ def _result(passage: Passage, source_index: int | None) -> dict[str, Any]:
         "locator_label": locator,
         "modality": source.modality.value,
         "mime_type": source.mime_type,
+        "access_url": options.access_url(source.id) if options.access_url else None,
         "text": passage.chunk.text,
         "excerpt": excerpt,
         "preview": _preview(passage.chunk.text),

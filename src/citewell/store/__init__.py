@@ -19,6 +19,7 @@ def _sqlite(settings: Settings, embedder: str, dim: int) -> Store:
         threads=settings.retrieve.threads,
         ann_threshold=settings.retrieve.ann_threshold,
         trace_retention_days=settings.privacy.trace_retention_days,
+        answer_retention_days=settings.privacy.answer_retention_days,
     )
 
 

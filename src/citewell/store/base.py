@@ -17,7 +17,9 @@ import numpy.typing as npt
 
 from citewell.ingest.base import CharBoxes, ChunkDraft
 from citewell.model import (
+    Agent,
     Answer,
+    ApiKey,
     Bucket,
     Chunk,
     Filter,
@@ -27,6 +29,7 @@ from citewell.model import (
     Principal,
     ScoreBreakdown,
     Source,
+    Tenant,
     Trace,
 )
 
@@ -89,6 +92,12 @@ class StoredAnswer:
     """The JSON object the client was sent, as text: read back byte for byte."""
     conversation: tuple[ConversationTurn, ...] = ()
     """The turns before the answer's question, oldest first."""
+    previous_id: str | None = None
+    """The stored answer this one continues (``previous_response_id``): its conversation quotes
+    that answer, so deleting a source that one holds text of deletes this one too."""
+    key_id: str | None = None
+    """The API key that asked (None: the local user). The answer holds what that key could see:
+    another key reads it again only if it sees everything of the tenant."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,8 +167,17 @@ class Store(Protocol):
 
     def list_buckets(self, *, tenant_id: str) -> list[Bucket]: ...
 
+    def rename_bucket(
+        self, bucket_id: str, *, slug: str | None = None, name: str | None = None
+    ) -> Bucket:
+        """Give the bucket a new slug and/or name (None keeps the current one).
+
+        Raises ``Conflict`` when another bucket of its tenant has the slug.
+        """
+        ...
+
     def delete_bucket(self, bucket_id: str) -> None:
-        """Delete the bucket with all its sources, their derived data and unshared blobs."""
+        """Delete the bucket with all its sources, as ``delete_source`` deletes each."""
         ...
 
     # sources -------------------------------------------------------------------------------
@@ -182,7 +200,8 @@ class Store(Protocol):
     def list_sources(self, bucket_id: str, *, include_superseded: bool = False) -> list[Source]: ...
 
     def delete_source(self, source_id: str) -> None:
-        """Delete one version with its text, chunks and (unless shared) its original file."""
+        """Delete one version with its text, chunks, (unless shared) its original file, and
+        every stored answer that holds its text (see ``put_answer``)."""
         ...
 
     def source_text(self, source_id: str) -> str: ...
@@ -217,7 +236,9 @@ class Store(Protocol):
 
     # answers -------------------------------------------------------------------------------
     def put_answer(self, stored: StoredAnswer) -> None:
-        """Keep an answer under its id. Raises ``Conflict`` if the id is taken."""
+        """Keep an answer under its id, until a source it holds text of is deleted: one it
+        cites, lists or retrieved, or one the answer it continues holds. Raises ``Conflict`` if
+        the id is taken."""
         ...
 
     def get_answer(self, answer_id: str, *, tenant_id: str) -> StoredAnswer:
@@ -232,6 +253,46 @@ class Store(Protocol):
 
     def list_traces(self) -> list[StoredTrace]:
         """The traces kept, oldest first."""
+        ...
+
+    # tenants and keys ------------------------------------------------------------------------
+    def create_tenant(self, name: str) -> Tenant: ...
+
+    def get_tenant(self, tenant_id: str) -> Tenant:
+        """``NotFound`` for an unknown id."""
+        ...
+
+    def list_tenants(self) -> list[Tenant]:
+        """Every tenant, the default one first, then by creation."""
+        ...
+
+    def put_key(self, key: ApiKey, secret_hash: str) -> None:
+        """Keep a new key with the hash of its secret (never the secret)."""
+        ...
+
+    def get_key(self, key_id: str) -> tuple[ApiKey, str]:
+        """A key and its secret's hash, revoked or not; ``NotFound`` for an unknown id."""
+        ...
+
+    def list_keys(self, tenant_id: str) -> list[ApiKey]:
+        """The tenant's keys, revoked ones included, oldest first."""
+        ...
+
+    def revoke_key(self, key_id: str, *, tenant_id: str) -> ApiKey:
+        """Revoke a key of the tenant (again is a no-op); ``NotFound`` for others'."""
+        ...
+
+    # agents ----------------------------------------------------------------------------------
+    def put_agent(self, agent: Agent, *, tenant_id: str) -> None:
+        """Keep a tenant's agent, replacing the one of the same name."""
+        ...
+
+    def list_agents(self, *, tenant_id: str) -> list[Agent]:
+        """The tenant's agents, in order of creation."""
+        ...
+
+    def delete_agent(self, name: str, *, tenant_id: str) -> None:
+        """``NotFound`` for a name the tenant has no agent of."""
         ...
 
     def close(self) -> None: ...

@@ -131,6 +131,70 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         CREATE INDEX traces_by_created_at ON traces (created_at);
         """,
     ),
+    (
+        "0004_answer_sources",
+        """
+        -- The sources each stored answer holds text of: those it cites, lists or retrieved as
+        -- passages, and those of the answer it continues (its conversation quotes that one).
+        -- Deleting a source deletes these answers with it: a deleted text is never read back.
+        CREATE TABLE answer_sources (
+            source_id   TEXT NOT NULL,  -- src_…
+            response_id TEXT NOT NULL REFERENCES answers (id) ON DELETE CASCADE,
+            PRIMARY KEY (source_id, response_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX answer_sources_by_response ON answer_sources (response_id);
+        ALTER TABLE answers ADD COLUMN previous_id TEXT;  -- the stored answer this one continues
+
+        INSERT OR IGNORE INTO answer_sources (source_id, response_id)
+        SELECT json_extract(p.value, '$.source.id'), a.id
+            FROM answers a, json_each(a.answer, '$.passages') p
+        UNION SELECT json_extract(s.value, '$.source.id'), a.id
+            FROM answers a, json_each(a.answer, '$.sources') s
+        UNION SELECT json_extract(c.value, '$.source_id'), a.id
+            FROM answers a, json_each(a.answer, '$.citations') c;
+        """,
+    ),
+    (
+        "0005_tenants",
+        """
+        -- Workspaces, their agents, and the API keys that act in them. A key's secret is never
+        -- stored, only its SHA-256 (the secret is 32 random bytes: a slow hash would add nothing).
+        CREATE TABLE tenants (
+            id         TEXT PRIMARY KEY,
+            name       TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        INSERT INTO tenants VALUES ('default', 'Default', strftime('%Y-%m-%dT%H:%M:%f+00:00'));
+        CREATE TABLE api_keys (
+            id          TEXT PRIMARY KEY,
+            tenant_id   TEXT NOT NULL REFERENCES tenants (id),
+            name        TEXT NOT NULL,
+            secret_hash TEXT NOT NULL,
+            permissions TEXT NOT NULL,  -- JSON array
+            bucket_ids  TEXT,           -- JSON array; NULL: every bucket of the tenant
+            acl_labels  TEXT,           -- JSON array; NULL: every source
+            created_at  TEXT NOT NULL,
+            revoked_at  TEXT
+        );
+        CREATE INDEX api_keys_by_tenant ON api_keys (tenant_id);
+        CREATE TABLE agents (
+            tenant_id  TEXT NOT NULL REFERENCES tenants (id),
+            name       TEXT NOT NULL,
+            agent      TEXT NOT NULL,     -- the Agent, as JSON
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (tenant_id, name)
+        );
+        """,
+    ),
+    (
+        "0006_answer_keeping",
+        """
+        -- Stored answers hold text: they are dropped after the retention, oldest first, and
+        -- read again only by the key that asked (or one that sees everything of the tenant).
+        CREATE INDEX answers_by_created_at ON answers (created_at);
+        ALTER TABLE answers ADD COLUMN key_id TEXT;
+        """,
+    ),
 )
 
 

@@ -29,14 +29,18 @@ import numpy as np
 from citewell.errors import Conflict, NotFound, StoreError
 from citewell.ingest.base import CharBoxes
 from citewell.model import (
+    Agent,
     Answer,
+    ApiKey,
     Bucket,
     Chunk,
     Modality,
     Page,
+    Permission,
     Source,
     SourceStatus,
     Span,
+    Tenant,
     Trace,
 )
 from citewell.store.base import (
@@ -118,6 +122,7 @@ class SQLiteStore:
         threads: int = 1,
         ann_threshold: int = 50_000,
         trace_retention_days: int = 30,
+        answer_retention_days: int = 30,
     ) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         self.folder = folder
@@ -128,12 +133,14 @@ class SQLiteStore:
         self._connections_lock = threading.Lock()
         self._write_lock = threading.RLock()
         self._sync_lock = threading.Lock()
-        if trace_retention_days < 0:
-            raise ValueError(f"trace_retention_days must be >= 0, not {trace_retention_days}")
+        if min(trace_retention_days, answer_retention_days) < 0:
+            raise ValueError("retention days must be >= 0")
         self.trace_retention_days = trace_retention_days
+        self.answer_retention_days = answer_retention_days
         with _store_errors():
             migrate(self._conn())
         self._purge_traces()
+        self._purge_answers()
         self.blobs = BlobStore(folder / "blobs")
         self.lexical = LexicalIndex(folder / "lexical", threads=threads)
         self._ann_threshold = ann_threshold
@@ -220,6 +227,27 @@ class SQLiteStore:
             (tenant_id,),
         )
         return [_bucket(row) for row in rows]
+
+    def rename_bucket(
+        self, bucket_id: str, *, slug: str | None = None, name: str | None = None
+    ) -> Bucket:
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT tenant_id, slug, name FROM buckets WHERE id = ?", (bucket_id,)
+            ).fetchone()
+            if row is None:
+                raise NotFound(f"no bucket '{bucket_id}'", param="bucket")
+            taken = conn.execute(
+                "SELECT 1 FROM buckets WHERE tenant_id = ? AND slug = ? AND id != ?",
+                (row["tenant_id"], slug, bucket_id),
+            ).fetchone()
+            if taken is not None:
+                raise Conflict(f"a bucket with slug '{slug}' already exists", param="slug")
+            conn.execute(
+                "UPDATE buckets SET slug = ?, name = ? WHERE id = ?",
+                (slug or row["slug"], row["name"] if name is None else name, bucket_id),
+            )
+        return self.get_bucket(bucket_id, tenant_id=row["tenant_id"])
 
     def delete_bucket(self, bucket_id: str) -> None:
         with self._write() as conn:
@@ -466,6 +494,11 @@ class SQLiteStore:
             conn.executemany(
                 "INSERT OR IGNORE INTO lexical_garbage VALUES (?)", ((k,) for k in batch)
             )
+            conn.execute(
+                "DELETE FROM answers WHERE id IN (SELECT a.response_id FROM answer_sources a"
+                f" JOIN sources s ON s.id = a.source_id WHERE s.key IN ({_marks(batch)}))",
+                batch,
+            )
             conn.execute(f"DELETE FROM sources WHERE key IN ({_marks(batch)})", batch)
             for keys in _batches(vector_keys):
                 conn.execute(
@@ -590,10 +623,22 @@ class SQLiteStore:
 
     # answers ---------------------------------------------------------------------------------
     def put_answer(self, stored: StoredAnswer) -> None:
+        self._purge_answers()
+        if self.answer_retention_days == 0:
+            return
         with self._write() as conn:
+            if (
+                stored.previous_id is not None
+                and not conn.execute(
+                    "SELECT 1 FROM answers WHERE id = ?", (stored.previous_id,)
+                ).fetchone()
+            ):
+                # The answer it continues was deleted with a source while this one was made:
+                # its conversation quotes that source's text.
+                return
             conn.execute(
                 "INSERT INTO answers (id, tenant_id, answer_id, created_at, answer, conversation,"
-                " rendered) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                " rendered, previous_id, key_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     stored.id,
                     stored.tenant_id,
@@ -602,13 +647,24 @@ class SQLiteStore:
                     stored.answer.model_dump_json(),
                     json.dumps(stored.conversation, ensure_ascii=False),
                     stored.rendered,
+                    stored.previous_id,
+                    stored.key_id,
                 ),
+            )
+            conn.executemany(
+                "INSERT INTO answer_sources (source_id, response_id) VALUES (?, ?)",
+                ((source_id, stored.id) for source_id in sorted(_sources_quoted(stored.answer))),
+            )
+            conn.execute(
+                "INSERT OR IGNORE INTO answer_sources (source_id, response_id)"
+                " SELECT source_id, ? FROM answer_sources WHERE response_id = ?",
+                (stored.id, stored.previous_id),
             )
 
     def get_answer(self, answer_id: str, *, tenant_id: str) -> StoredAnswer:
         rows = self._read(
-            "SELECT id, tenant_id, answer, conversation, rendered FROM answers"
-            " WHERE id = ? AND tenant_id = ?",
+            "SELECT id, tenant_id, answer, conversation, rendered, previous_id, key_id"
+            " FROM answers WHERE id = ? AND tenant_id = ?",
             (answer_id, tenant_id),
         )
         if not rows:
@@ -620,6 +676,8 @@ class SQLiteStore:
             answer=Answer.model_validate_json(row["answer"]),
             rendered=row["rendered"],
             conversation=tuple((role, text) for role, text in json.loads(row["conversation"])),
+            previous_id=row["previous_id"],
+            key_id=row["key_id"],
         )
 
     # traces ----------------------------------------------------------------------------------
@@ -655,10 +713,107 @@ class SQLiteStore:
     def _trace_cutoff(self) -> str:
         return _utc_text(datetime.now(UTC) - timedelta(days=self.trace_retention_days))
 
+    def _purge_answers(self) -> None:
+        """Drop the stored answers older than the retention (with what they quote)."""
+        cutoff = datetime.now(UTC) - timedelta(days=self.answer_retention_days)
+        with self._write() as conn:
+            conn.execute("DELETE FROM answers WHERE created_at < ?", (cutoff.isoformat(),))
+
     def _purge_traces(self) -> None:
         """Drop the traces older than the retention (all of them for 0 days)."""
         with self._write() as conn:
             conn.execute("DELETE FROM traces WHERE created_at < ?", (self._trace_cutoff(),))
+
+    # tenants and keys ------------------------------------------------------------------------
+    def create_tenant(self, name: str) -> Tenant:
+        tenant = Tenant(id=_new_id("ten"), name=name, created_at=datetime.now(UTC))
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)",
+                (tenant.id, tenant.name, tenant.created_at.isoformat()),
+            )
+        return tenant
+
+    def get_tenant(self, tenant_id: str) -> Tenant:
+        rows = self._read("SELECT id, name, created_at FROM tenants WHERE id = ?", (tenant_id,))
+        if not rows:
+            raise NotFound(f"No tenant found with id '{tenant_id}'.", param="tenant_id")
+        return _tenant(rows[0])
+
+    def list_tenants(self) -> list[Tenant]:
+        rows = self._read(
+            "SELECT id, name, created_at FROM tenants ORDER BY id != 'default', created_at, id"
+        )
+        return [_tenant(row) for row in rows]
+
+    def put_key(self, key: ApiKey, secret_hash: str) -> None:
+        self.get_tenant(key.tenant_id)
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO api_keys (id, tenant_id, name, secret_hash, permissions, bucket_ids,"
+                " acl_labels, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+                (
+                    key.id,
+                    key.tenant_id,
+                    key.name,
+                    secret_hash,
+                    json.dumps(sorted(key.permissions)),
+                    _json_set(key.bucket_ids),
+                    _json_set(key.acl_labels),
+                    key.created_at.isoformat(),
+                ),
+            )
+
+    def get_key(self, key_id: str) -> tuple[ApiKey, str]:
+        rows = self._read(
+            f"SELECT {_KEY_COLUMNS}, secret_hash FROM api_keys WHERE id = ?", (key_id,)
+        )
+        if not rows:
+            raise NotFound(f"No API key found with id '{key_id}'.", param="key_id")
+        return _api_key(rows[0]), rows[0]["secret_hash"]
+
+    def list_keys(self, tenant_id: str) -> list[ApiKey]:
+        rows = self._read(
+            f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE tenant_id = ? ORDER BY created_at, id",
+            (tenant_id,),
+        )
+        return [_api_key(row) for row in rows]
+
+    def revoke_key(self, key_id: str, *, tenant_id: str) -> ApiKey:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND tenant_id = ?"
+                " AND revoked_at IS NULL",
+                (_now(), key_id, tenant_id),
+            )
+        key, _ = self.get_key(key_id)
+        if key.tenant_id != tenant_id:
+            raise NotFound(f"No API key found with id '{key_id}'.", param="key_id")
+        return key
+
+    # agents ----------------------------------------------------------------------------------
+    def put_agent(self, agent: Agent, *, tenant_id: str) -> None:
+        self.get_tenant(tenant_id)
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO agents (tenant_id, name, agent, created_at) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (tenant_id, name) DO UPDATE SET agent = excluded.agent",
+                (tenant_id, agent.name, agent.model_dump_json(), _now()),
+            )
+
+    def list_agents(self, *, tenant_id: str) -> list[Agent]:
+        rows = self._read(
+            "SELECT agent FROM agents WHERE tenant_id = ? ORDER BY created_at, name", (tenant_id,)
+        )
+        return [Agent.model_validate_json(row["agent"]) for row in rows]
+
+    def delete_agent(self, name: str, *, tenant_id: str) -> None:
+        with self._write() as conn:
+            deleted = conn.execute(
+                "DELETE FROM agents WHERE tenant_id = ? AND name = ?", (tenant_id, name)
+            ).rowcount
+        if not deleted:
+            raise NotFound(f"No agent named '{name}'.", param="name")
 
     # search ----------------------------------------------------------------------------------
     def search_lexical(self, query: str, scope: Scope, *, limit: int) -> list[ChunkHit]:
@@ -797,6 +952,46 @@ def _process_alive(pid: int | None) -> bool:
     except PermissionError:
         return True
     return True
+
+
+_KEY_COLUMNS = "id, tenant_id, name, permissions, bucket_ids, acl_labels, created_at, revoked_at"
+
+
+def _json_set(values: frozenset[str] | None) -> str | None:
+    return None if values is None else json.dumps(sorted(values), ensure_ascii=False)
+
+
+def _tenant(row: sqlite3.Row) -> Tenant:
+    return Tenant(
+        id=row["id"], name=row["name"], created_at=datetime.fromisoformat(row["created_at"])
+    )
+
+
+def _api_key(row: sqlite3.Row) -> ApiKey:
+    def a_set(column: str) -> frozenset[str] | None:
+        value = row[column]
+        return None if value is None else frozenset(json.loads(value))
+
+    revoked = row["revoked_at"]
+    return ApiKey(
+        id=row["id"],
+        tenant_id=row["tenant_id"],
+        name=row["name"],
+        permissions=frozenset(Permission(p) for p in json.loads(row["permissions"])),
+        bucket_ids=a_set("bucket_ids"),
+        acl_labels=a_set("acl_labels"),
+        created_at=datetime.fromisoformat(row["created_at"]),
+        revoked_at=None if revoked is None else datetime.fromisoformat(revoked),
+    )
+
+
+def _sources_quoted(answer: Answer) -> set[str]:
+    """Ids of the sources whose text the answer holds: cited, listed or retrieved."""
+    return (
+        {c.source_id for c in answer.citations}
+        | {s.source.id for s in answer.sources}
+        | {p.source.id for p in answer.passages}
+    )
 
 
 def _bucket(row: sqlite3.Row) -> Bucket:

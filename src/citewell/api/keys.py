@@ -1,0 +1,159 @@
+"""Tenants and API keys over HTTP: ``/v1/tenants`` (the operator's) and ``/v1/keys``.
+
+A key is created with the permissions it grants, and optionally the buckets it is restricted to
+and the ACL labels it holds; its ``secret`` (the token to send) is in the creation response
+only. A key may create keys in its own tenant that allow no more than itself; the operator's
+key, or the local user of an open server, in any tenant. ``DELETE`` revokes: the key stays
+listed with its ``revoked_at``, and every request or signed link made with it fails from then.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import APIRouter, status
+from pydantic import Field
+
+from citewell.access import may_administer
+from citewell.api.deps import KeyRingDep, LibraryDep, ListObject, Managing, WireModel, WireObject
+from citewell.errors import NotFound, PermissionDenied
+from citewell.library import Library
+from citewell.model import ApiKey, Permission, Principal, Tenant
+
+__all__ = ["KeyObject", "TenantObject", "router"]
+
+router = APIRouter(tags=["keys"])
+
+
+class TenantObject(WireObject):
+    id: str = Field(description="'default', or 'ten_' followed by hex digits.")
+    object: Literal["tenant"] = "tenant"
+    name: str
+    created_at: int = Field(description="Unix seconds.")
+
+    @classmethod
+    def render(cls, tenant: Tenant) -> TenantObject:
+        return cls(id=tenant.id, name=tenant.name, created_at=int(tenant.created_at.timestamp()))
+
+
+class TenantCreate(WireModel):
+    name: str = Field(min_length=1, max_length=200)
+
+
+class KeyObject(WireObject):
+    id: str = Field(description="'key_' followed by hex digits: safe to show and log.")
+    object: Literal["api_key"] = "api_key"
+    tenant_id: str
+    name: str
+    permissions: list[Permission] = Field(description="Sorted.")
+    bucket_ids: list[str] | None = Field(description="Null: every bucket of the tenant.")
+    acl_labels: list[str] | None = Field(description="Null: the key sees every source.")
+    created_at: int = Field(description="Unix seconds.")
+    revoked_at: int | None = Field(description="Unix seconds; null while the key is valid.")
+    secret: str | None = Field(
+        default=None, description="The token to send, in the creation response only."
+    )
+
+    @classmethod
+    def render(cls, key: ApiKey, secret: str | None = None) -> KeyObject:
+        return cls(
+            id=key.id,
+            tenant_id=key.tenant_id,
+            name=key.name,
+            permissions=sorted(key.permissions),
+            bucket_ids=None if key.bucket_ids is None else sorted(key.bucket_ids),
+            acl_labels=None if key.acl_labels is None else sorted(key.acl_labels),
+            created_at=int(key.created_at.timestamp()),
+            revoked_at=int(key.revoked_at.timestamp()) if key.revoked_at else None,
+            secret=secret,
+        )
+
+
+class KeyCreate(WireModel):
+    permissions: list[Permission] = Field(min_length=1, description="What the key may do.")
+    name: str = Field(default="", max_length=200)
+    bucket_ids: list[str] | None = Field(
+        default=None, max_length=1000, description="Bucket ids or slugs; null: every bucket."
+    )
+    acl_labels: list[str] | None = Field(
+        default=None, max_length=1000, description="Null: the key sees every source."
+    )
+    tenant_id: str | None = Field(
+        default=None, description="The operator only: another tenant than the caller's."
+    )
+
+
+@router.post("/v1/tenants", status_code=status.HTTP_201_CREATED)
+def create_tenant(body: TenantCreate, keys: KeyRingDep, principal: Managing) -> TenantObject:
+    return TenantObject.render(keys.create_tenant(body.name, by=principal))
+
+
+@router.get("/v1/tenants")
+def list_tenants(library: LibraryDep, principal: Managing) -> ListObject[TenantObject]:
+    if not may_administer(principal):
+        raise PermissionDenied("Only the operator's key may list tenants.")
+    tenants = library.store.list_tenants()
+    return ListObject[TenantObject].of([TenantObject.render(t) for t in tenants])
+
+
+@router.post("/v1/keys", status_code=status.HTTP_201_CREATED)
+def create_key(
+    body: KeyCreate, keys: KeyRingDep, library: LibraryDep, principal: Managing
+) -> KeyObject:
+    """A new key; its ``secret`` is shown in this response only."""
+    tenant_id = body.tenant_id or principal.tenant_id
+    key, secret = keys.create(
+        tenant_id=tenant_id,
+        permissions=body.permissions,
+        by=principal,
+        name=body.name,
+        bucket_ids=_bucket_ids(library, tenant_id, body.bucket_ids),
+        acl_labels=body.acl_labels,
+    )
+    return KeyObject.render(key, secret)
+
+
+@router.get("/v1/keys")
+def list_keys(
+    library: LibraryDep, principal: Managing, tenant_id: str | None = None
+) -> ListObject[KeyObject]:
+    """The keys of the caller's tenant (the operator: of ``tenant_id``), revoked ones too."""
+    tenant = _tenant(principal, tenant_id or principal.tenant_id)
+    return ListObject[KeyObject].of([KeyObject.render(k) for k in library.store.list_keys(tenant)])
+
+
+@router.get("/v1/keys/{key_id}")
+def get_key(key_id: str, library: LibraryDep, principal: Managing) -> KeyObject:
+    return KeyObject.render(_visible_key(library, principal, key_id))
+
+
+@router.delete("/v1/keys/{key_id}")
+def revoke_key(key_id: str, library: LibraryDep, principal: Managing) -> KeyObject:
+    """Revoke a key (again: no change). It stays listed, with ``revoked_at``."""
+    key = _visible_key(library, principal, key_id)
+    return KeyObject.render(library.store.revoke_key(key.id, tenant_id=key.tenant_id))
+
+
+def _tenant(principal: Principal, tenant_id: str) -> str:
+    if tenant_id != principal.tenant_id and not may_administer(principal):
+        raise PermissionDenied("A key can only see the keys of its own tenant.")
+    return tenant_id
+
+
+def _visible_key(library: Library, principal: Principal, key_id: str) -> ApiKey:
+    """A key of the caller's tenant (any tenant's for the operator); others' are not found."""
+    try:
+        key, _ = library.store.get_key(key_id)
+    except NotFound:
+        key = None
+    if key is None or (key.tenant_id != principal.tenant_id and not may_administer(principal)):
+        raise NotFound(f"No API key found with id '{key_id}'.", param="key_id")
+    return key
+
+
+def _bucket_ids(library: Library, tenant_id: str, given: list[str] | None) -> list[str] | None:
+    """Bucket ids or slugs of the key's tenant, as ids."""
+    if given is None:
+        return None
+    owner = Principal(tenant_id=tenant_id, sees_all_labels=True)
+    return [library.get_bucket(bucket, principal=owner).id for bucket in given]
