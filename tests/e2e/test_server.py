@@ -51,12 +51,15 @@ def free_port() -> int:
 
 
 @contextmanager
-def launched(data_dir: Path, *args: str, log: Path) -> Iterator[subprocess.Popen[str]]:
+def launched(
+    data_dir: Path, *args: str, log: Path, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[str]]:
     """``citewell serve ARGS`` with the fast embedder; killed at the end if still running."""
     env = {
         **os.environ,
         "CITEWELL_RETRIEVE__EMBEDDER": "use",
         "CITEWELL_INGEST__MAX_FILE_BYTES": str(MAX_FILE_BYTES),
+        **(env or {}),
     }
     with log.open("w") as sink:
         process = subprocess.Popen(
@@ -307,3 +310,65 @@ def test_serve_chooses_the_default_agents_generator(
             response = client.post("/v1/responses", json={"input": "Who won the 1998 final?"})
     assert response.status_code == status, response.text
     assert words in response.text
+
+
+def test_a_keyed_server_answers_keys_only_and_logs_no_document_text(
+    tmp_path: Path, documents: Path
+) -> None:
+    import anthropic
+    import openai
+
+    log = tmp_path / "server.log"
+    operator = {"authorization": "Bearer operator-e2e"}
+    env = {"CITEWELL_ADMIN_KEY": "operator-e2e"}
+    with launched(tmp_path / "data", "--port", "0", log=log, env=env) as process:
+        url = read_line(process.stdout).rsplit(" ", 1)[1]
+        with httpx.Client(base_url=url, timeout=60) as client:
+            assert client.get("/v1/buckets").status_code == 401
+            tenant = client.post("/v1/tenants", json={"name": "Acme"}, headers=operator).json()
+            made = client.post(
+                "/v1/keys",
+                json={
+                    "tenant_id": tenant["id"],
+                    "permissions": ["ask", "search", "ingest", "manage"],
+                },
+                headers=operator,
+            ).json()
+            headers = {"authorization": f"Bearer {made['secret']}"}
+            assert (
+                client.post("/v1/buckets", json={"slug": "essays"}, headers=headers).status_code
+                == 201
+            )
+            pdf = (documents / "pdf_text" / "multi_page.pdf").read_bytes()
+            sent = client.post(
+                "/v1/buckets/essays/sources",
+                files={"file": ("multi_page.pdf", pdf, "application/pdf")},
+                headers=headers,
+            )
+            assert sent.status_code == 201, sent.text
+            with pytest.raises(openai.AuthenticationError):
+                openai.OpenAI(api_key="sk-wrong", base_url=f"{url}/v1").models.list()
+            answer = openai.OpenAI(api_key=made["secret"], base_url=f"{url}/v1").responses.create(
+                model="citewell-agent",
+                input="Which program showed the Macintosh's graphical capabilities?",
+                include=["file_search_call.results"],
+            )
+            [search, message] = answer.output
+            cited = message.content[0].annotations  # type: ignore[union-attr]
+            assert cited and cited[0].filename == "multi_page.pdf"  # type: ignore[union-attr]
+            link = search.results[0].attributes["access_url"]  # type: ignore[union-attr,index]
+            assert httpx.get(str(link)).content == pdf  # no key needed: the link is signed
+            reply = anthropic.Anthropic(api_key=made["secret"], base_url=url).messages.create(
+                model="citewell-agent",
+                max_tokens=200,
+                messages=[{"role": "user", "content": "Which program showed the graphics?"}],
+            )
+            assert reply.content
+            assert client.delete(f"/v1/keys/{made['id']}", headers=operator).status_code == 200
+            assert client.get("/v1/buckets", headers=headers).status_code == 401
+            assert httpx.get(str(link)).status_code == 403  # a revoked key's links die
+        assert Server(process, url, log).stop() == 0
+        assert process.stdout is not None
+        logged = log.read_text() + process.stdout.read()  # stderr, then the access log
+    assert '"GET /v1/buckets HTTP/1.1" 401' in logged  # what was logged is all here
+    assert "MacWrite" not in logged and "Macintosh" not in logged
