@@ -53,6 +53,8 @@ class Reply:
     """Stop sending (and hang) after this many chunks."""
     error: dict[str, Any] | None = None
     """An error object sent in the stream after the chunks."""
+    cut: bool = False
+    """End the stream after the chunks, without a finish reason (a server failing mid-answer)."""
     headers: dict[str, str] = field(default_factory=dict)
 
 
@@ -102,6 +104,8 @@ async def _sse(reply: Reply) -> AsyncIterator[str]:
         yield _chunk({"content": text})
     if reply.error is not None:
         yield f"data: {json.dumps({'error': reply.error})}\n\n"
+        return
+    if reply.cut:
         return
     yield _chunk({}, finish="stop")
     usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
@@ -310,6 +314,16 @@ def test_a_server_that_stops_mid_stream_times_out(chat: FakeChat, base_url: str)
 def test_an_error_object_in_the_stream_is_a_generator_error(chat: FakeChat, base_url: str) -> None:
     chat.replies = [Reply(["Refunds"], error={"message": "model crashed", "type": "server_error"})]
     with pytest.raises(GeneratorError, match="model crashed"):
+        drafts(generator(base_url), shop_evidence())
+
+
+def test_a_stream_cut_before_its_finish_reason_is_a_generator_error(
+    chat: FakeChat, base_url: str
+) -> None:
+    # llama.cpp's server does this when the prompt outgrows its context window: the reply has
+    # begun (status 200), then the stream just ends. It is a failure, not an empty answer.
+    chat.replies = [Reply(["Refunds are"], cut=True)]
+    with pytest.raises(GeneratorError, match="ended before the model finished"):
         drafts(generator(base_url), shop_evidence())
 
 

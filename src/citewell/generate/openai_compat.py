@@ -99,6 +99,7 @@ class OpenAICompatibleGenerator:
                         "Authorization": f"Bearer {target.key}" if target.key else openai.omit
                     },
                 )
+                finished = False
                 async with stream:
                     async for chunk in stream:
                         text = _content(chunk)
@@ -107,6 +108,14 @@ class OpenAICompatibleGenerator:
                                 yield piece
                         if gate.declined:
                             break  # closing the stream stops the model
+                        finished = finished or any(c.finish_reason for c in chunk.choices)
+                if not (finished or gate.declined):
+                    # A server that fails mid-answer (llama.cpp past its context window) just
+                    # ends the stream: an empty or cut answer must not pass for a whole one.
+                    raise GeneratorError(
+                        f"The stream from {remote.service} at {remote.endpoint} ended before the "
+                        "model finished."
+                    )
         for piece in gate.finish():
             yield piece
         if gate.declined:
