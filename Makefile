@@ -8,12 +8,23 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 OLD_SDKS := openai1 anthropic0 anthropic1
 OLD_SDK_RUN := CITEWELL_SERVER_PYTHON=$(CURDIR)/$(BIN)/python
 
-.PHONY: run test install lint bench clean llama-wheel llm $(OLD_SDKS)
+.PHONY: run test install tesseract lint bench clean llama-wheel llm $(OLD_SDKS)
 
 run: install
 	$(BIN)/citewell serve --demo
 
-install: $(STAMP)
+install: tesseract $(STAMP)
+
+# OCR: Debian's tesseract with the eng, spa and chi_sim models, which tesserocr reads (its wheel
+# bundles libtesseract only). Installed only when missing; the package lists are refreshed only
+# when the install fails without it.
+TESSERACT_PACKAGES := tesseract-ocr tesseract-ocr-eng tesseract-ocr-spa tesseract-ocr-chi-sim
+
+tesseract:
+	@dpkg -s $(TESSERACT_PACKAGES) >/dev/null 2>&1 || { \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -q --no-install-recommends $(TESSERACT_PACKAGES) \
+	  || { apt-get update -q && apt-get install -y -q --no-install-recommends $(TESSERACT_PACKAGES); }; }
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

@@ -194,12 +194,15 @@ def ingest(
             target = library.create_bucket(bucket)
         # tqdm hides the bar when stderr is not a terminal (disable=None).
         for path in tqdm(files, desc="ingesting", unit="file", file=sys.stderr, disable=None):
+            pages = _PageBar(path)
             try:
-                result = library.ingest_path(path, bucket=target.id, **options)
+                result = library.ingest_path(path, bucket=target.id, progress=pages, **options)
             except Exception as exc:  # one bad file must not stop the others
                 reason = _reason(exc)
                 report(path, {"outcome": "failed", "error": reason}, f"{path}: failed: {reason}")
                 continue
+            finally:
+                pages.close()
             record = IngestResponse.render(result).model_dump(mode="json")
             source = result.source
             line = f"{path}: {result.outcome.value} ({source.id}, version {source.version})"
@@ -210,6 +213,32 @@ def ingest(
     click.echo(f"{len(records)} file{'s' if len(records) != 1 else ''}{summary}", err=True)
     if counts.get("failed"):
         sys.exit(EXIT_FAILED)
+
+
+class _PageBar:
+    """A second bar under the files' bar, for the pages of a file read with OCR (if any)."""
+
+    def __init__(self, path: Path) -> None:
+        self._name = path.name
+        self._bar: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._bar is None and total:
+            self._bar = tqdm(
+                total=total,
+                desc=f"OCR {self._name}",
+                unit="page",
+                file=sys.stderr,
+                disable=None,
+                leave=False,
+                position=1,
+            )
+        if self._bar is not None:
+            self._bar.update(done - self._bar.n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
 
 
 def _walk(paths: Sequence[Path]) -> tuple[list[Path], list[tuple[Path, str]]]:

@@ -24,6 +24,7 @@ __all__ = [
     "IngestSettings",
     "LinkSettings",
     "MIN_LINK_SECRET",
+    "OcrSettings",
     "OpenAICompatibleSettings",
     "PrivacySettings",
     "RetrieveSettings",
@@ -223,6 +224,49 @@ class LinkSettings(_Group):
     )
 
 
+class OcrSettings(_Group):
+    tessdata_dir: Path = Field(
+        default=Path("/usr/share/tesseract-ocr/5/tessdata"),
+        description="Folder of tesseract's language models (Debian's `tesseract-ocr-*` "
+        "packages, installed by `make install`); read only when a page needs OCR.",
+    )
+    languages: str = Field(
+        default="eng+spa+chi_sim",
+        pattern=r"^[A-Za-z_]+(\+[A-Za-z_]+)*$",
+        description="Tesseract languages that images and PDF pages without a text layer are "
+        "read with, joined by '+'.",
+    )
+    detect_script: bool = Field(
+        default=True,
+        description="Read each page with only the languages of the script tesseract's OSD "
+        "finds on it (Latin: eng+spa; Han: chi_sim): about 30% faster on Latin pages, but a "
+        "page mixing scripts may lose words of the minor one. Off: every page with every "
+        "language.",
+    )
+    dpi: int = Field(
+        default=300, ge=72, le=600, description="Resolution PDF pages are rendered at for OCR."
+    )
+    min_confidence: float = Field(
+        default=30.0,
+        ge=0,
+        le=100,
+        description="Words tesseract is less sure of (0-100) are left out of the text: on "
+        "photos and drawings they are mostly noise.",
+    )
+    workers: int = Field(
+        default_factory=default_threads,
+        ge=1,
+        description="Pages read at once, one tesseract each; shared by every ingest of the "
+        "process, so OCR never takes more than this many cores.",
+    )
+    max_image_pixels: int = Field(
+        default=80_000_000,
+        gt=0,
+        description="Largest image (width x height) read: a larger image file is refused, a "
+        "larger PDF page is rendered at a lower resolution.",
+    )
+
+
 class Settings(BaseSettings):
     """All of citewell's settings."""
 
@@ -251,10 +295,12 @@ class Settings(BaseSettings):
     cite: CiteSettings = Field(default_factory=CiteSettings)
     privacy: PrivacySettings = Field(default_factory=PrivacySettings)
     links: LinkSettings = Field(default_factory=LinkSettings)
+    ocr: OcrSettings = Field(default_factory=OcrSettings)
 
     def fingerprint(self) -> str:
         """A short hash of the settings that change what is indexed or how answers are made."""
         relevant = self.model_dump_json(
-            include={"ingest", "retrieve"}, exclude={"retrieve": {"threads"}}
+            include={"ingest", "retrieve", "ocr"},
+            exclude={"retrieve": {"threads"}, "ocr": {"tessdata_dir", "workers"}},
         )
         return hashlib.sha256(relevant.encode()).hexdigest()[:16]

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import anyio.to_thread
+import numpy as np
 
 from citewell.cite.attribute import Attribution, ClaimResult
 from citewell.cite.evidence import build_evidence, distinct_passages
@@ -34,7 +35,7 @@ from citewell.generate.base import (
     TextPiece,
     Turn,
 )
-from citewell.ingest.base import Block, BlockKind
+from citewell.ingest.base import Block, BlockKind, CharBoxes
 from citewell.ingest.segment import sentence_spans
 from citewell.language import detect_language
 from citewell.library import Library
@@ -278,16 +279,29 @@ class Engine:
 
 
 class _PageCache:
-    """Pages of cited sources, read once per answer (given sources' pages come with them)."""
+    """Pages of cited sources and their character boxes, read once per answer (given sources'
+    pages come with them, without boxes)."""
 
     def __init__(self, library: Library, given: dict[str, tuple[Page, ...]]) -> None:
         self._library = library
         self._pages = given
+        self._given = frozenset(given)
+        self._boxes: dict[tuple[str, int], CharBoxes] = {}
 
-    def __call__(self, source_id: str) -> tuple[Page, ...]:
+    def pages(self, source_id: str) -> tuple[Page, ...]:
         if source_id not in self._pages:
             self._pages[source_id] = self._library.store.source_pages(source_id)
         return self._pages[source_id]
+
+    def char_boxes(self, source_id: str, page_number: int) -> CharBoxes:
+        key = (source_id, page_number)
+        if key not in self._boxes:
+            self._boxes[key] = (
+                np.empty((0, 4), dtype=np.float32)
+                if source_id in self._given
+                else self._library.store.char_boxes(source_id, page_number)
+            )
+        return self._boxes[key]
 
 
 @dataclass

@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import logging
 import re
 import secrets
 import threading
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
+from functools import partial
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import IO
 
@@ -32,9 +36,18 @@ from citewell.bucket_archive import (
 from citewell.config import Settings
 from citewell.embed import open_embedder
 from citewell.embed.base import Embedder
-from citewell.errors import Conflict, InvalidRequest, NotFound, ParseError, PermissionDenied
+from citewell.errors import (
+    CitewellError,
+    Conflict,
+    InvalidRequest,
+    NotFound,
+    ParseError,
+    PermissionDenied,
+)
 from citewell.ingest import detect_media_type, parse, read_limited
 from citewell.ingest.chunk import chunk_document, chunk_text_for_embedding
+from citewell.ingest.jobs import IngestJob, IngestJobs
+from citewell.ingest.ocr import Ocr, Progress, Recogniser
 from citewell.ingest.segment import sentence_spans
 from citewell.language import detect_language
 from citewell.model import (
@@ -50,10 +63,12 @@ from citewell.model import (
 )
 from citewell.retrieve.search import search
 from citewell.store import Store, open_store
-from citewell.store.base import SourceDraft, Vectors
+from citewell.store.base import SourceDraft, Vectors, new_source_id
 from citewell.store.blobs import content_hash
 
 __all__ = ["Library"]
+
+logger = logging.getLogger(__name__)
 
 LOCAL = Principal.local()
 
@@ -61,6 +76,7 @@ _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 _MAX_METADATA_KEYS = 32
 _MAX_METADATA_TEXT = 1024
 _EMBED_BATCH = 64
+_BACKGROUND_INGESTS = 64  # threads that mostly wait for the OCR pool, which bounds the work
 
 FILE_ID_KEY = "file_id"
 """Metadata key of a source ingested from an uploaded file (``POST /v1/files``): the file's id."""
@@ -78,6 +94,9 @@ class Library:
         self.store = store
         self.embedder = embedder
         self._backfill_lock = threading.Lock()
+        self._recogniser = Recogniser(settings.ocr)
+        self._background = ThreadPoolExecutor(_BACKGROUND_INGESTS, thread_name_prefix="ingest")
+        self.jobs = IngestJobs()
 
     @classmethod
     def open(cls, settings: Settings) -> Library:
@@ -87,6 +106,10 @@ class Library:
         return cls(settings, store, embedder)
 
     def close(self) -> None:
+        """Close the store, after background ingests have stopped: pages not yet read by OCR
+        are cancelled (their ingests fail), pages being read are finished."""
+        self._recogniser.close()
+        self._background.shutdown(wait=True)
         self.store.close()
 
     def __enter__(self) -> Library:
@@ -199,11 +222,15 @@ class Library:
         acl: frozenset[str] = frozenset(),
         metadata: Mapping[str, MetadataValue] | None = None,
         principal: Principal = LOCAL,
+        progress: Progress | None = None,
+        source_id: str | None = None,
     ) -> IngestResult:
         """Store one file in a bucket: parse, segment, chunk, embed, index — atomically.
 
         The same bytes twice are stored once (``unchanged``); other bytes under a filename the
-        bucket already holds become a new version that supersedes the current one.
+        bucket already holds become a new version that supersedes the current one. Pages of
+        pixels only are read with OCR, by the library's bounded pool; ``progress`` hears of
+        every page it reads. ``source_id`` is the id promised for the source (``submit``).
         """
         target = self.get_bucket(bucket, principal=principal)
         filename = _clean_filename(filename)
@@ -213,8 +240,9 @@ class Library:
         if existing is not None:
             return IngestResult(outcome=IngestOutcome.UNCHANGED, source=existing)
         draft = self._draft(
-            data, digest, target, filename, media_type, effective_date, acl, attributes
+            data, digest, target, filename, media_type, effective_date, acl, attributes, progress
         )
+        draft = replace(draft, id=source_id)
         try:
             source = self.store.add_source(draft)
         except Conflict:
@@ -230,6 +258,77 @@ class Library:
             source=source,
             superseded=self.store.get_source(source.supersedes),
         )
+
+    def submit(
+        self,
+        data: bytes,
+        *,
+        filename: str,
+        bucket: str,
+        effective_date: dt.date | None = None,
+        acl: frozenset[str] = frozenset(),
+        metadata: Mapping[str, MetadataValue] | None = None,
+        principal: Principal = LOCAL,
+    ) -> IngestResult | IngestJob:
+        """``ingest``, going on in the background once OCR turns out to be needed.
+
+        Returns the ``IngestResult`` when the file needed no OCR; else the ``IngestJob`` of the
+        source being read (``ingest_job``), the same job for the same bytes sent again to the
+        bucket meanwhile. Whatever fails before OCR starts is raised here, as by ``ingest``.
+        """
+        target = self.get_bucket(bucket, principal=principal)
+        digest = content_hash(data)
+        running = self.jobs.processing(target.id, digest)
+        if running is not None:
+            return running
+        job = IngestJob(
+            source_id=new_source_id(),
+            bucket_id=target.id,
+            filename=_clean_filename(filename),
+            mime_type=detect_media_type(data, filename),
+            content_hash=digest,
+            byte_size=len(data),
+            acl=acl,
+            metadata=_clean_metadata(metadata or {}),
+            effective_date=effective_date,
+        )
+        ocr_started = threading.Event()
+
+        def progress(done: int, total: int) -> None:
+            job.progress(done, total)
+            ocr_started.set()
+
+        future = self._background.submit(
+            self.ingest,
+            data,
+            filename=job.filename,
+            bucket=target.id,
+            media_type=job.mime_type,
+            effective_date=effective_date,
+            acl=acl,
+            metadata=job.metadata,
+            principal=principal,
+            progress=progress,
+            source_id=job.source_id,
+        )
+        future.add_done_callback(lambda _: ocr_started.set())
+        ocr_started.wait()
+        if future.done():
+            return future.result()
+        self.jobs.add(job)
+        future.add_done_callback(partial(self._finish_job, job))
+        return job
+
+    def ingest_job(self, source_id: str, *, principal: Principal = LOCAL) -> IngestJob:
+        """The background ingest (``submit``) of a source, while it runs and after it ended.
+
+        Raises ``NotFound`` for none, or one in a bucket or under an ACL the caller cannot see.
+        """
+        job = self.jobs.get(source_id)
+        if job is None or not principal.can_see(job.acl):
+            raise NotFound(f"no source '{source_id}'", param="source_id")
+        self.get_bucket(job.bucket_id, principal=principal)
+        return job
 
     def ingest_path(self, path: Path | str, *, bucket: str, **options: object) -> IngestResult:
         """``ingest`` a file from disk; its size is checked before it is read."""
@@ -311,6 +410,16 @@ class Library:
         return done
 
     # internals -------------------------------------------------------------------------------
+    def _finish_job(self, job: IngestJob, future: Future[IngestResult]) -> None:
+        error = future.exception()
+        if error is None:
+            self.jobs.finish(job, future.result(), None)
+            return
+        if not isinstance(error, CitewellError):
+            logger.warning("background ingest of %s failed", job.source_id, exc_info=error)
+        message = error.message if isinstance(error, CitewellError) else "the ingest failed"
+        self.jobs.finish(job, None, message)
+
     def _refuse_taken(self, slug: str, principal: Principal) -> None:
         """Refuse a slug in use before a long import, not after it."""
         try:
@@ -354,10 +463,15 @@ class Library:
         effective_date: dt.date | None,
         acl: frozenset[str],
         metadata: dict[str, MetadataValue],
+        progress: Progress | None,
     ) -> SourceDraft:
         media_type = media_type or detect_media_type(data, filename)
         document = parse(
-            data, filename=filename, limits=self.settings.ingest, media_type=media_type
+            data,
+            filename=filename,
+            limits=self.settings.ingest,
+            media_type=media_type,
+            ocr=Ocr(self._recogniser, progress),
         )
         sentences = sentence_spans(document.text, document.blocks)
         chunks = chunk_document(document, sentences, max_words=self.settings.ingest.chunk_max_words)

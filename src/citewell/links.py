@@ -15,8 +15,9 @@ make one.
 A link is bound to the key it was made for: when it is opened, the key is read as it stands now,
 so a link dies with its key's revocation, with the permission it was made under, and with the
 key's view of the source (tenant, bucket restriction, ACL labels: ``Library.get_source``).
-A link ``kind`` names what it opens; ``original`` (the file as uploaded) is the only kind yet,
-page images and cited regions are to follow, named by ``page`` and ``span``.
+A link ``kind`` names what it opens: ``original`` (the file as uploaded), ``page`` (a picture of
+the page numbered ``page``) or ``highlight`` (that picture with the boxes of the text range
+``span`` tinted on it; ``citewell.imaging``).
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ import time
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
+from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from citewell.access import KeyRing
 from citewell.config import MIN_LINK_SECRET, LinkSettings
@@ -57,6 +59,10 @@ class LinkKind(StrEnum):
 
     ORIGINAL = "original"
     """The source's original file, as uploaded."""
+    PAGE = "page"
+    """A picture of one page (``Link.page``)."""
+    HIGHLIGHT = "highlight"
+    """A picture of one page with the boxes of a range of the text on it tinted (``Link.span``)."""
 
 
 class Link(BaseModel):
@@ -78,6 +84,14 @@ class Link(BaseModel):
         default=None, description="The range of the canonical text shown, for region kinds."
     )
     expires_at: int = Field(description="When the link stops opening, in Unix seconds.")
+
+    @model_validator(mode="after")
+    def _names_what_its_kind_needs(self) -> Self:
+        if (self.page is not None) != (self.kind is not LinkKind.ORIGINAL):
+            raise ValueError(f"a link of kind {self.kind} names a page only if it shows one")
+        if (self.span is not None) != (self.kind is LinkKind.HIGHLIGHT):
+            raise ValueError(f"a link of kind {self.kind} names a span only if it highlights one")
+        return self
 
 
 class Refusal(StrEnum):
@@ -126,14 +140,29 @@ class LinkSigner:
         return self.now() + self.ttl
 
     def grant(
-        self, principal: Principal, permission: Permission, source_id: str, *, expires_at: int
+        self,
+        principal: Principal,
+        permission: Permission,
+        source_id: str,
+        *,
+        expires_at: int,
+        page: int | None = None,
+        span: Span | None = None,
     ) -> Link:
-        """A link to a source's original for the caller, under the permission the caller used."""
+        """A link for the caller, under the permission the caller used, to a source's original;
+        with ``page``, to a picture of that page; with ``span`` too, highlighting that range."""
+        if page is None:
+            kind = LinkKind.ORIGINAL
+        else:
+            kind = LinkKind.PAGE if span is None else LinkKind.HIGHLIGHT
         return Link(
             tenant_id=principal.tenant_id,
             key_id=principal.key_id,
             permission=permission,
             source_id=source_id,
+            kind=kind,
+            page=page,
+            span=span,
             expires_at=expires_at,
         )
 

@@ -40,6 +40,7 @@ __all__ = [
     "MetadataValue",
     "Modality",
     "Page",
+    "PageRegion",
     "Passage",
     "Permission",
     "Principal",
@@ -105,11 +106,23 @@ class Modality(StrEnum):
 class Box(_Model):
     """A rectangle on a page, in page coordinates (see the module docstring)."""
 
-    page_number: int = Field(ge=1, description="1-based page the box lies on.")
     x0: float = Field(description="Left edge.")
     y0: float = Field(description="Top edge.")
     x1: float = Field(description="Right edge.")
     y1: float = Field(description="Bottom edge.")
+
+
+class PageRegion(_Model):
+    """The part of a cited range that lies on one page, as boxes: one per line of text."""
+
+    page_number: int = Field(ge=1, description="1-based page the boxes lie on.")
+    page_label: str | None = Field(default=None, description="That page's own label, if any.")
+    page_width: float = Field(gt=0, description="Page width in page coordinates.")
+    page_height: float = Field(gt=0, description="Page height in page coordinates.")
+    boxes: tuple[Box, ...] = Field(
+        min_length=1,
+        description="Boxes covering the range's characters on the page, in text order.",
+    )
 
 
 class Page(_Model):
@@ -494,9 +507,13 @@ class Citation(_Model):
     cited_text: str = Field(description="Exactly the cited range of the canonical text.")
     page_number: int | None = Field(default=None, description="Page where the range starts.")
     page_label: str | None = Field(default=None, description="Label of that page.")
-    boxes: tuple[Box, ...] = Field(default=(), description="Boxes covering the cited range.")
     support: float | None = Field(
         default=None, description="Verifier's support score in [0, 1]; None if not verified."
+    )
+    regions: tuple[PageRegion, ...] = Field(
+        default=(),
+        description="Where the range lies on its pages: one region per page, in page order; "
+        "empty for sources without character boxes.",
     )
 
 

@@ -85,6 +85,7 @@ def test_a_completion_cites_with_url_citations_and_lists_its_sources(
                                 "page_number": None,
                                 "page_label": None,
                                 "support": support(FIRST, refunds),
+                                "regions": [],
                             },
                         },
                         {
@@ -102,6 +103,7 @@ def test_a_completion_cites_with_url_citations_and_lists_its_sources(
                                 "page_number": None,
                                 "page_label": None,
                                 "support": support(SECOND, WARRANTY),
+                                "regions": [],
                             },
                         },
                     ],

@@ -89,6 +89,7 @@ def test_an_answer_is_a_response_with_a_search_and_a_cited_message(answering: Te
                         "page_number": None,
                         "page_label": None,
                         "support": support(FIRST, refunds),
+                        "regions": [],
                     },
                     {
                         "type": "file_citation",
@@ -105,6 +106,7 @@ def test_an_answer_is_a_response_with_a_search_and_a_cited_message(answering: Te
                         "page_number": None,
                         "page_label": None,
                         "support": support(SECOND, WARRANTY),
+                        "regions": [],
                     },
                 ],
             }
@@ -173,7 +175,6 @@ def test_results_are_sent_only_when_included(answering: TestClient) -> None:
         "access_url",
         "text",
         "excerpt",
-        "preview",
     }
     assert policy["attributes"]["text"] == policy["text"]
     # Each result's signed link opens its source's original, without a key.

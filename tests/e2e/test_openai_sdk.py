@@ -94,6 +94,7 @@ CITED = (
     "page_number",
     "page_label",
     "support",
+    "regions",
 )
 """citewell's fields naming the cited range of the source, on every annotation."""
 
@@ -171,6 +172,7 @@ def test_an_answer_cites_the_exact_sentence_it_states(client: openai.OpenAI, ser
         "page_number": None,
         "page_label": None,
         "support": 1.0,
+        "regions": [],
     }
     assert annotation["chunk_id"] in chunks_holding(server, MEMBERSHIP, annotation)
     claim = part["text"][annotation["start_index"] : annotation["end_index"]]

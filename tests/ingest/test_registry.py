@@ -13,6 +13,7 @@ from citewell.config import IngestSettings
 from citewell.errors import FileTooLarge, ParseError, UnsupportedFormat
 from citewell.ingest import (
     PARSERS,
+    SCAN_PARSERS,
     SUPPORTED_MEDIA_TYPES,
     detect_media_type,
     parse,
@@ -32,13 +33,17 @@ def _zip(member: str) -> bytes:
     return buffer.getvalue()
 
 
-def test_supported_media_types_are_the_sorted_registry_without_images() -> None:
+def test_supported_media_types_are_the_sorted_registry() -> None:
     assert SUPPORTED_MEDIA_TYPES == tuple(sorted(PARSERS))
     assert SUPPORTED_MEDIA_TYPES == (
         "application/json",
         "application/pdf",
         DOCX,
         "application/x-ndjson",
+        "image/jpeg",
+        "image/png",
+        "image/tiff",
+        "image/webp",
         "text/csv",
         "text/html",
         "text/markdown",
@@ -87,11 +92,20 @@ def test_binary_of_unknown_kind_is_unsupported_and_named() -> None:
         detect_media_type(b"\x00\x01\xfe\xff" * 100, "blob.bin")
 
 
-def test_images_are_recognised_but_not_parsed_yet() -> None:
-    with pytest.raises(
-        UnsupportedFormat, match=r"scan\.png \(image/png\): OCR of images is not supported yet"
-    ):
+def test_images_need_ocr() -> None:
+    with pytest.raises(UnsupportedFormat, match=r"^scan\.png: an image can only be read with OCR"):
         parse(b"\x89PNG\r\n\x1a\n" + b"\0" * 64, filename="scan.png", limits=LIMITS)
+
+
+def test_scan_parsers_are_the_registered_parsers_of_pdf_and_images() -> None:
+    assert sorted(SCAN_PARSERS) == [
+        "application/pdf",
+        "image/jpeg",
+        "image/png",
+        "image/tiff",
+        "image/webp",
+    ]
+    assert all(PARSERS[kind] is parser for kind, parser in SCAN_PARSERS.items())
 
 
 def test_an_unknown_media_type_is_unsupported() -> None:

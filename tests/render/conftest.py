@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import pytest
 
@@ -10,11 +11,13 @@ from citewell.cite.attribute import ClaimResult
 from citewell.engine import AnswerEvent, ClaimDone, Completed, Retrieved, TextDelta
 from citewell.model import (
     Answer,
+    Box,
     Chunk,
     Citation,
     CitedSource,
     Claim,
     GroundingState,
+    PageRegion,
     Passage,
     ScoreBreakdown,
     SentenceMatch,
@@ -68,6 +71,12 @@ def passage(of: Source, text: str, score: float, page: int | None) -> Passage:
 PASSAGES = (passage(POLICY, FIRST, 0.9, 4), passage(WARRANTY, SECOND, 0.5, None))
 
 
+REGION = PageRegion(
+    page_number=4, page_width=612, page_height=792, boxes=(Box(x0=72, y0=99, x1=306, y1=111.5),)
+)
+"""Where the policy's sentence lies on its page."""
+
+
 def citation(claim: int, number: int, of: Passage) -> Citation:
     return Citation(
         claim_index=claim,
@@ -78,7 +87,50 @@ def citation(claim: int, number: int, of: Passage) -> Citation:
         cited_text=of.chunk.text,
         page_number=of.page_number,
         support=SUPPORT,
+        regions=(REGION,) if of.page_number else (),
     )
+
+
+class Links:
+    """Links as the tests spell them: the server's path, then the source and what of it."""
+
+    def __call__(self, source_id: str) -> str:
+        return f"http://cw.example/v1/links/{source_id}"
+
+    def page(self, source_id: str, page_number: int) -> str:
+        return f"{self(source_id)}/p{page_number}"
+
+    def highlight(self, source_id: str, page_number: int, span: Span) -> str:
+        return f"{self.page(source_id, page_number)}/{span.start}-{span.end}"
+
+
+link = Links()
+
+
+def region_wire(*, linked: bool) -> dict[str, Any]:
+    """``REGION`` of the policy's citation as every dialect sends it."""
+    return {
+        "page_number": 4,
+        "page_label": None,
+        "page_width": 612,
+        "page_height": 792,
+        "boxes": [
+            {
+                "x0": 72,
+                "y0": 99,
+                "x1": 306,
+                "y1": 111.5,
+                "nx0": 0.11765,
+                "ny0": 0.125,
+                "nx1": 0.5,
+                "ny1": 0.14078,
+            }
+        ],
+        "image_url": link.page("src_policy", 4) if linked else None,
+        "highlight_url": link.highlight("src_policy", 4, Span(start=0, end=len(FIRST)))
+        if linked
+        else None,
+    }
 
 
 SUPPORT = 0.75

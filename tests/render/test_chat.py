@@ -7,13 +7,9 @@ from typing import Any
 
 from citewell.model import Answer
 from citewell.render.chat import ChatOptions, render_completion, render_completion_stream
-from tests.render.conftest import FIRST, SECOND, SUPPORT, TEXT, events_of
+from tests.render.conftest import FIRST, SECOND, SUPPORT, TEXT, events_of, link, region_wire
 
 APPENDIX = "\n\nSources:\n[1] refund_policy_2026.pdf (p. 4)\n[2] warranty.md (§ Warranty)"
-
-
-def link(source_id: str) -> str:
-    return f"http://cw.example/v1/links/{source_id}"
 
 
 def options(**overrides: Any) -> ChatOptions:
@@ -44,6 +40,7 @@ def url_citation(start: int, end: int, source: str, title: str, number: int) -> 
             "page_number": page,
             "page_label": None,
             "support": SUPPORT,
+            "regions": [region_wire(linked=True)] if page else [],
         },
     }
 

@@ -8,12 +8,16 @@ from typing import Any
 from citewell.documents import Citable
 from citewell.model import Answer, GroundingState, Page, Span
 from citewell.render.messages import MessageOptions, render_message, render_message_stream
-from tests.render.conftest import FIRST, PASSAGES, SECOND, TEXT, events_of, make_answer
-
-
-def link(source_id: str) -> str:
-    return f"http://cw.example/v1/links/{source_id}"
-
+from tests.render.conftest import (
+    FIRST,
+    PASSAGES,
+    SECOND,
+    TEXT,
+    events_of,
+    link,
+    make_answer,
+    region_wire,
+)
 
 OPTIONS = MessageOptions(id="abc", model="citewell-agent", created_at=0, access_url=link)
 
@@ -45,9 +49,12 @@ def test_retrieved_passages_are_cited_as_search_results(answer: Answer) -> None:
             "title": "refund_policy_2026.pdf",
             "start_block_index": 0,
             "end_block_index": 1,
+            "regions": [region_wire(linked=True)],
         }
     ]
     assert [c["search_result_index"] for c in second["citations"]] == [0, 1]
+    # The citation of a source without boxes is exactly Anthropic's.
+    assert "regions" not in second["citations"][1]
     assert message["usage"]["output_tokens"] > 0 and message["usage"]["input_tokens"] > 0
 
 

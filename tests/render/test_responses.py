@@ -7,7 +7,16 @@ from typing import Any
 
 from citewell.model import Answer, Claim, GroundingState, Span
 from citewell.render.responses import ResponseOptions, render_response, render_response_stream
-from tests.render.conftest import FIRST, SECOND, SUPPORT, TEXT, events_of, make_answer
+from tests.render.conftest import (
+    FIRST,
+    SECOND,
+    SUPPORT,
+    TEXT,
+    events_of,
+    link,
+    make_answer,
+    region_wire,
+)
 
 TOOL = {
     "type": "file_search",
@@ -77,6 +86,7 @@ def test_a_response_has_every_field_openai_sends(answer: Answer) -> None:
         "page_number": 4,
         "page_label": None,
         "support": SUPPORT,
+        "regions": [region_wire(linked=False)],
     }
     warranty = {
         "cited_text": SECOND,
@@ -86,6 +96,7 @@ def test_a_response_has_every_field_openai_sends(answer: Answer) -> None:
         "page_number": None,
         "page_label": None,
         "support": SUPPORT,
+        "regions": [],
     }
     assert output[1] == {
         "type": "message",
@@ -140,7 +151,7 @@ def test_results_name_each_passage_its_number_in_the_answer_and_its_link(answer:
         answer,
         options(
             include=("file_search_call.results",),
-            access_url=lambda source_id: f"http://cw.example/v1/links/{source_id}",
+            access_url=link,
         ),
     )
     first, second = response["output"][0]["results"]
@@ -159,7 +170,8 @@ def test_results_name_each_passage_its_number_in_the_answer_and_its_link(answer:
             "access_url": "http://cw.example/v1/links/src_policy",
             "text": FIRST,
             "excerpt": FIRST,
-            "preview": FIRST,
+            "preview": link.highlight("src_policy", 4, Span(start=0, end=len(FIRST))),
+            "media_id": link.page("src_policy", 4),
         },
     }
     assert second["attributes"]["label"] == "warranty.md (§ Warranty)"

@@ -28,7 +28,7 @@ from citewell.model import (
     ScoreBreakdown,
     SearchRequest,
 )
-from citewell.render.common import AccessUrl
+from citewell.render.common import AccessUrl, passage_pictures
 
 __all__ = [
     "BoundedFilter",
@@ -136,10 +136,19 @@ class SearchResult(WireModel):
         description="A signed link opening the source's original file, without a key, for a "
         "while (GET /v1/links/{token}); null from `citewell search --json`, which serves none."
     )
+    image_url: str | None = Field(
+        description="A signed link to a picture of the page the best sentence starts on "
+        "(`?width=`, `?format=webp`); null for sources without pages, and from the CLI."
+    )
+    highlight_url: str | None = Field(
+        description="The same picture with the best sentence's boxes tinted (`?crop=true`: only "
+        "around them); null where image_url is."
+    )
 
     @classmethod
     def render(cls, passage: Passage, access_url: AccessUrl | None) -> SearchResult:
         chunk, source = passage.chunk, passage.source
+        image_url, highlight_url = passage_pictures(passage, access_url) or (None, None)
         locator = locator_label(
             page_number=passage.page_number,
             page_label=passage.page_label,
@@ -176,6 +185,8 @@ class SearchResult(WireModel):
             ],
             source=SourceObject.render(source),
             access_url=access_url(source.id) if access_url else None,
+            image_url=image_url,
+            highlight_url=highlight_url,
         )
 
 

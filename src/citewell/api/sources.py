@@ -4,6 +4,12 @@ An upload is refused with 413 before it is buffered when its declared size is ov
 (the body-limit middleware in ``app.py``), and while it is read here when it turns out larger.
 The media type is detected from the bytes and the file name; the part's Content-Type is ignored,
 because clients often send ``application/octet-stream`` for everything.
+
+A file that needs OCR (an image, a PDF with scanned pages) is answered with 202 as soon as OCR
+starts: its source is ``processing``, with the pages read so far, and becomes ``ready`` (or
+``failed``) later; ``GET /v1/sources/{id}`` tells which (``Library.submit``). The handlers are
+plain functions, which FastAPI runs in its thread pool: a long upload never holds up the event
+loop, so other requests are served meanwhile.
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ from citewell.api.deps import (
     WireModel,
     WireObject,
 )
-from citewell.errors import FileTooLarge, InvalidRequest
+from citewell.errors import FileTooLarge, InvalidRequest, NotFound
+from citewell.ingest.jobs import IngestJob, JobState
 from citewell.library import Library
 from citewell.model import (
     IngestOutcome,
@@ -46,6 +53,13 @@ router = APIRouter(tags=["sources"])
 _READ_CHUNK = 1024 * 1024
 
 
+class ProgressObject(WireModel):
+    pages_done: int = Field(description="Pages read with OCR so far.")
+    pages_total: int = Field(
+        description="Pages to read with OCR (a PDF's pages with a text layer are not counted)."
+    )
+
+
 class SourceObject(WireObject):
     id: str = Field(description="Stable identifier of this version, 'src_' followed by hex digits.")
     object: Literal["source"] = "source"
@@ -54,14 +68,29 @@ class SourceObject(WireObject):
     mime_type: str = Field(description="Media type of the original file.")
     content_hash: str = Field(description="SHA-256 of the original bytes, hex.")
     byte_size: int = Field(description="Size of the original file in bytes.")
-    version: int = Field(description="1 for the first file of this name in the bucket.")
+    version: int | None = Field(
+        description="1 for the first file of this name in the bucket; null until 'ready'."
+    )
     supersedes: str | None = Field(description="Id of the previous version.")
     superseded_by: str | None = Field(description="Id of the next version; null when current.")
-    status: str = Field(description="Life-cycle state; only 'ready' sources are searched.")
+    status: Literal["ready", "processing", "failed"] = Field(
+        description="Life-cycle state; only 'ready' sources are searched. 'processing': being "
+        "read with OCR (see progress); 'failed': its ingest failed (see error), nothing is "
+        "stored."
+    )
+    progress: ProgressObject | None = Field(
+        default=None, description="Pages read with OCR so far; only while 'processing'."
+    )
+    error: str | None = Field(default=None, description="Why the ingest failed; only 'failed'.")
     title: str | None
     language: str | None = Field(description="ISO 639-1 code of the main language, if detected.")
-    modality: Modality
-    page_count: int | None = Field(description="Number of pages; null for sources without pages.")
+    modality: Modality = Field(
+        description="'text', 'multimodal' (some page has a text layer and images) or 'image' "
+        "(pages of pixels only, read with OCR); 'image' while 'processing'."
+    )
+    page_count: int | None = Field(
+        description="Number of pages; null for sources without pages, and until 'ready'."
+    )
     char_count: int = Field(description="Length of the canonical text in code points.")
     chunk_count: int = Field(description="Number of retrievable passages (chunks).")
     effective_date: dt.date | None
@@ -94,10 +123,47 @@ class SourceObject(WireObject):
             created_at=int(source.created_at.timestamp()),
         )
 
+    @classmethod
+    def render_job(cls, job: IngestJob) -> SourceObject:
+        """A source still being read, or whose ingest failed (a finished one is in the store)."""
+        failed = job.state is JobState.FAILED
+        return cls(
+            id=job.source_id,
+            bucket_id=job.bucket_id,
+            filename=job.filename,
+            mime_type=job.mime_type,
+            content_hash=job.content_hash,
+            byte_size=job.byte_size,
+            version=None,
+            supersedes=None,
+            superseded_by=None,
+            status="failed" if failed else "processing",
+            progress=None
+            if failed
+            else ProgressObject(pages_done=job.pages_done, pages_total=job.pages_total),
+            error=job.error,
+            title=None,
+            language=None,
+            modality=Modality.IMAGE,
+            page_count=None,
+            char_count=0,
+            chunk_count=0,
+            effective_date=job.effective_date,
+            acl=sorted(job.acl),
+            metadata=dict(job.metadata),
+            created_at=int(job.created_at.timestamp()),
+        )
+
 
 class IngestResponse(WireModel):
-    outcome: IngestOutcome = Field(description="created, new_version or unchanged.")
-    source: SourceObject = Field(description="The stored version (unchanged: the one held).")
+    outcome: IngestOutcome | Literal["processing"] = Field(
+        description="created, new_version or unchanged; 'processing' (status 202) while the "
+        "file is read with OCR."
+    )
+    source: SourceObject = Field(
+        description="The stored version (unchanged: the one held; processing: the source it "
+        "will be, to be polled with GET /v1/sources/{id})."
+    )
     superseded: SourceObject | None = Field(description="The version replaced, for new_version.")
 
     @classmethod
@@ -107,6 +173,10 @@ class IngestResponse(WireModel):
             source=SourceObject.render(result.source),
             superseded=SourceObject.render(result.superseded) if result.superseded else None,
         )
+
+    @classmethod
+    def render_job(cls, job: IngestJob) -> IngestResponse:
+        return cls(outcome="processing", source=SourceObject.render_job(job), superseded=None)
 
 
 class SourceDeleted(WireModel):
@@ -151,7 +221,8 @@ class SourceText(WireModel):
     "/v1/buckets/{bucket}/sources",
     status_code=status.HTTP_201_CREATED,
     responses={
-        200: {"model": IngestResponse, "description": "The bucket already held these bytes."}
+        200: {"model": IngestResponse, "description": "The bucket already held these bytes."},
+        202: {"model": IngestResponse, "description": "Accepted: being read with OCR."},
     },
 )
 def upload_source(
@@ -168,10 +239,12 @@ def upload_source(
         str | None, Form(description="JSON object of strings, numbers or booleans.")
     ] = None,
 ) -> IngestResponse:
-    """Ingest one file: a new source, a new version of one, or nothing for bytes already held."""
+    """Ingest one file: a new source, a new version of one, or nothing for bytes already held.
+
+    A file that needs OCR is answered with 202 once OCR starts (see the module docs)."""
     limit = library.settings.ingest.max_file_bytes
     data = read_upload(file, limit)
-    result = library.ingest(
+    result = library.submit(
         data,
         filename=file.filename or "",
         bucket=bucket,
@@ -180,6 +253,9 @@ def upload_source(
         metadata=_attributes(metadata),
         principal=principal,
     )
+    if isinstance(result, IngestJob):
+        response.status_code = status.HTTP_202_ACCEPTED
+        return IngestResponse.render_job(result)
     if result.outcome is IngestOutcome.UNCHANGED:
         response.status_code = status.HTTP_200_OK
     return IngestResponse.render(result)
@@ -202,7 +278,17 @@ def list_sources(
 
 @router.get("/v1/sources/{source_id}")
 def get_source(source_id: str, library: LibraryDep, principal: PrincipalDep) -> SourceObject:
-    return SourceObject.render(library.get_source(source_id, principal=principal))
+    """A source; one being read with OCR (``processing``) or whose ingest failed, too."""
+    try:
+        return SourceObject.render(library.get_source(source_id, principal=principal))
+    except NotFound:
+        job = library.ingest_job(source_id, principal=principal)
+        if job.result is None:
+            return SourceObject.render_job(job)
+        if job.result.source.id == source_id:
+            raise  # stored, then deleted
+        # The bucket held these bytes already when the job came to store them.
+        return SourceObject.render(library.get_source(job.result.source.id, principal=principal))
 
 
 @router.delete("/v1/sources/{source_id}")

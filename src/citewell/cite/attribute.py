@@ -10,15 +10,16 @@ first citation, at most ``agent.max_sources`` of them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from citewell.analysis import terms
 from citewell.cite.align import align
 from citewell.cite.locator import page_at
+from citewell.cite.regions import PageBoxes, regions
 from citewell.cite.verify import Verifier
 from citewell.generate.base import Evidence, EvidenceSentence
-from citewell.model import Agent, Citation, CitedSource, Claim, Page, Span, Verdict
+from citewell.model import Agent, Citation, CitedSource, Claim, Span, Verdict
 
 __all__ = ["Attribution", "ClaimResult"]
 
@@ -42,12 +43,12 @@ class Attribution:
         evidence: Evidence,
         agent: Agent,
         verifier: Verifier,
-        pages_of: Callable[[str], Sequence[Page]],
+        pages: PageBoxes,
     ) -> None:
         self._evidence = evidence
         self._agent = agent
         self._verifier = verifier
-        self._pages_of = pages_of
+        self._pages = pages
         self.claims: list[Claim] = []
         self.citations: list[Citation] = []
         self.sources: list[CitedSource] = []
@@ -159,17 +160,23 @@ class Attribution:
         passage = self._evidence.passages[group[0].passage_index]
         chunk = passage.chunk
         span = Span(start=group[0].span.start, end=group[-1].span.end)
-        page = page_at(self._pages_of(passage.source.id), span.start)
+        source_id = passage.source.id
+        pages = self._pages.pages(source_id)
+        page = page_at(pages, span.start)
+        text = chunk.text[span.start - chunk.span.start : span.end - chunk.span.start]
         return Citation(
             claim_index=claim_index,
             source_index=source_index,
-            source_id=passage.source.id,
+            source_id=source_id,
             chunk_id=chunk.id,
             span=span,
-            cited_text=chunk.text[span.start - chunk.span.start : span.end - chunk.span.start],
+            cited_text=text,
             page_number=page.number if page else None,
             page_label=page.label if page else None,
             support=round(score, 4),
+            regions=regions(
+                pages, span, text, lambda number: self._pages.char_boxes(source_id, number)
+            ),
         )
 
 

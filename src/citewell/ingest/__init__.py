@@ -1,10 +1,12 @@
 """Reading original files: media-type detection, the registry of parsers, and safe entry points.
 
-    parse(data, filename=..., limits=...) -> ParsedDocument
+    parse(data, filename=..., limits=..., ocr=...) -> ParsedDocument
 
-Parsers register by media type (``PARSERS``), one module per format. ``parse`` enforces the file
-size limit, detects the type when it is not given, and is the one place where failures of
-third-party libraries on bad input become ``ParseError`` naming the file.
+Parsers register by media type (``PARSERS``), one module per format. Those of formats whose
+pages may be pixels only (PDF, images) are ``SCAN_PARSERS`` too, and read such pages with the
+``ocr`` given to ``parse``. ``parse`` enforces the file size limit, detects the type when it is
+not given, and is the one place where failures of third-party libraries on bad input become
+``ParseError`` naming the file.
 """
 
 from __future__ import annotations
@@ -23,13 +25,15 @@ from pathlib import Path, PurePath
 import pypdfium2
 
 from citewell.config import IngestSettings
-from citewell.errors import FileTooLarge, IngestError, ParseError, UnsupportedFormat
-from citewell.ingest import docx, html, markdown, pdf, records, text
-from citewell.ingest.base import ParsedDocument, Parser
+from citewell.errors import ConfigError, FileTooLarge, IngestError, ParseError, UnsupportedFormat
+from citewell.ingest import docx, html, image, markdown, pdf, records, text
+from citewell.ingest.base import ParsedDocument, Parser, ScanParser
 from citewell.ingest.limits import check_limit
+from citewell.ingest.ocr import Ocr
 
 __all__ = [
     "PARSERS",
+    "SCAN_PARSERS",
     "SUPPORTED_MEDIA_TYPES",
     "detect_media_type",
     "parse",
@@ -40,12 +44,14 @@ logger = logging.getLogger(__name__)
 
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
+_SCANNERS: tuple[ScanParser, ...] = (pdf.PARSER, image.PARSER)
+
 _BUILT_INS: tuple[Parser, ...] = (
     text.PARSER,
     markdown.PARSER,
     html.PARSER,
     docx.PARSER,
-    pdf.PARSER,
+    *_SCANNERS,
     records.CSV_PARSER,
     records.TSV_PARSER,
     records.JSON_PARSER,
@@ -55,12 +61,12 @@ _BUILT_INS: tuple[Parser, ...] = (
 PARSERS: dict[str, Parser] = {kind: parser for parser in _BUILT_INS for kind in parser.media_types}
 """The parser of each supported media type."""
 
-SUPPORTED_MEDIA_TYPES: tuple[str, ...] = tuple(sorted(PARSERS))
+SCAN_PARSERS: dict[str, ScanParser] = {
+    kind: parser for parser in _SCANNERS for kind in parser.media_types
+}
+"""The parsers of ``PARSERS`` that read pages of pixels with OCR, when ``parse`` is given one."""
 
-# Known, but not readable yet: the reason is the message.
-_NOT_YET: dict[str, str] = dict.fromkeys(
-    ("image/png", "image/jpeg", "image/tiff", "image/webp"), "OCR of images is not supported yet"
-)
+SUPPORTED_MEDIA_TYPES: tuple[str, ...] = tuple(sorted(PARSERS))
 
 _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"%PDF-", "application/pdf"),
@@ -80,6 +86,10 @@ _EXTENSIONS: dict[str, str] = {
     **dict.fromkeys((".jsonl", ".ndjson"), "application/x-ndjson"),
     ".docx": DOCX,
     ".pdf": "application/pdf",
+    ".png": "image/png",
+    **dict.fromkeys((".jpg", ".jpeg"), "image/jpeg"),
+    **dict.fromkeys((".tif", ".tiff"), "image/tiff"),
+    ".webp": "image/webp",
 }
 
 # Other names clients send for the types we read.
@@ -153,7 +163,7 @@ def detect_media_type(data: bytes, filename: str) -> str:
         return "text/plain"
     raise UnsupportedFormat(
         f"{filename}: cannot tell what kind of file this is; citewell reads PDF, DOCX, HTML, "
-        "Markdown, CSV, TSV, JSON, JSON Lines and UTF-8 text",
+        "Markdown, CSV, TSV, JSON, JSON Lines, UTF-8 text and PNG, JPEG, TIFF or WebP images",
         filename=filename,
     )
 
@@ -168,8 +178,9 @@ def _parser_for(media_type: str, filename: str) -> Parser:
     parser = PARSERS.get(media_type)
     if parser is not None:
         return parser
-    reason = _NOT_YET.get(media_type, "no parser reads this media type")
-    raise UnsupportedFormat(f"{filename} ({media_type}): {reason}", filename=filename)
+    raise UnsupportedFormat(
+        f"{filename} ({media_type}): no parser reads this media type", filename=filename
+    )
 
 
 @contextmanager
@@ -177,8 +188,8 @@ def _foreign_errors(filename: str, media_type: str) -> Iterator[None]:
     """Turn any failure while parsing into an ``IngestError`` that names the file."""
     try:
         yield
-    except IngestError:
-        raise
+    except (IngestError, ConfigError):
+        raise  # ConfigError: OCR is needed and its models are missing; the operator must act
     except MemoryError:
         raise FileTooLarge(f"{filename} needs more memory to parse than is free") from None
     except Exception as exc:
@@ -193,12 +204,20 @@ def _foreign_errors(filename: str, media_type: str) -> Iterator[None]:
 
 
 def parse(
-    data: bytes, *, filename: str, limits: IngestSettings, media_type: str | None = None
+    data: bytes,
+    *,
+    filename: str,
+    limits: IngestSettings,
+    media_type: str | None = None,
+    ocr: Ocr | None = None,
 ) -> ParsedDocument:
     """Parse one file into its canonical text, blocks, pages and boxes.
 
+    Pages of pixels only are read with ``ocr``; without it, a PDF's scanned pages have no text
+    and an image is ``UnsupportedFormat``.
     Raises ``FileTooLarge`` (over a limit of ``limits``), ``UnsupportedFormat`` (no parser for
-    the type), or ``ParseError`` (empty, damaged, truncated, hostile or not what it claims).
+    the type), ``ParseError`` (empty, damaged, truncated, hostile or not what it claims), or
+    ``ConfigError`` (OCR is needed and tesseract's language models are missing).
     """
     check_limit(
         len(data), limits.max_file_bytes, what="bytes", setting="max_file_bytes", filename=filename
@@ -207,8 +226,12 @@ def parse(
         raise ParseError(f"{filename} is empty", filename=filename)
     kind = _normalise(media_type) if media_type else detect_media_type(data, filename)
     parser = _parser_for(kind, filename)
+    scanner = SCAN_PARSERS.get(kind)
     with _foreign_errors(filename, kind):
-        document = parser.parse(data, filename=filename, limits=limits)
+        if scanner is not None:
+            document = scanner.parse(data, filename=filename, limits=limits, ocr=ocr)
+        else:
+            document = parser.parse(data, filename=filename, limits=limits)
     if not document.text and not document.pages:
         raise ParseError(f"{filename} contains no text", filename=filename)
     return document

@@ -11,13 +11,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from citewell.config import IngestSettings
 from citewell.model import Modality, Page, Span
+
+if TYPE_CHECKING:
+    from citewell.ingest.ocr import Ocr
 
 __all__ = [
     "Block",
@@ -26,6 +29,7 @@ __all__ = [
     "DocumentBuilder",
     "ParsedDocument",
     "Parser",
+    "ScanParser",
     "CharBoxes",
 ]
 
@@ -90,6 +94,20 @@ class Parser(Protocol):
     media_types: tuple[str, ...]
 
     def parse(self, data: bytes, *, filename: str, limits: IngestSettings) -> ParsedDocument: ...
+
+
+class ScanParser(Protocol):
+    """A Parser of a format whose pages may be pixels only (scans, photos): ``ocr`` reads those.
+
+    Without ``ocr``, such pages are image pages without text (or, for a format that is pixels
+    only, ``UnsupportedFormat``).
+    """
+
+    media_types: tuple[str, ...]
+
+    def parse(
+        self, data: bytes, *, filename: str, limits: IngestSettings, ocr: Ocr | None = None
+    ) -> ParsedDocument: ...
 
 
 @dataclass

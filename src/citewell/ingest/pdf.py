@@ -15,6 +15,10 @@ paragraphs and headings. Choices that matter for citations:
   producers set 1 pt fonts in a scaled matrix); bold or italic comes from the font's name,
   weight and flags.
 - PDFium is not thread-safe: a lock serialises all use of it in this process.
+- With ``ocr``, every page without a text layer (``pdf_layout.has_text_layer``) is rendered as
+  displayed, in grey at ``OcrSettings.dpi`` (lower when the page would be over
+  ``max_image_pixels``), and read by OCR: pages are rendered by the OCR workers one at a time,
+  so a long scan is never held in memory whole.
 """
 
 from __future__ import annotations
@@ -23,22 +27,28 @@ import ctypes
 import math
 import re
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pypdfium2
 import pypdfium2.raw as pdfium_c
+from PIL import Image
 
-from citewell.config import IngestSettings
+from citewell.config import IngestSettings, OcrSettings
 from citewell.errors import ParseError
 from citewell.ingest.base import ParsedDocument
 from citewell.ingest.limits import check_limit
-from citewell.ingest.pdf_layout import PageGlyphs, layout_document
+from citewell.ingest.ocr import Ocr, PageText
+from citewell.ingest.pdf_layout import PageGlyphs, has_text_layer, layout_document
+from citewell.ingest.pdf_tables import find_tables
 
-__all__ = ["PARSER", "PdfParser", "read_page"]
+__all__ = ["PARSER", "PDFIUM_LOCK", "PdfParser", "read_page"]
 
-_PDFIUM_LOCK = threading.Lock()
+PDFIUM_LOCK = threading.Lock()
+"""PDFium is not thread-safe: every use of it in the process (parsing, drawing pages) holds this."""
 
 _FPDF_ERR_PASSWORD = 4
 _LINE_END_HYPHENS = frozenset({"\x02", "\ufffe"})
@@ -255,6 +265,7 @@ def read_page(document: Any, index: int, filename: str) -> PageGlyphs:
             sizes=np.asarray(chars.sizes, dtype=np.float32),
             baselines=np.asarray(chars.baselines, dtype=np.float32),
             emphasis=np.asarray(chars.emphasis, dtype=np.bool_),
+            tables=find_tables(page, bbox),
         )
     finally:
         page.close()
@@ -269,22 +280,51 @@ def _metadata_title(document: Any) -> str | None:
     return title if title and not _JUNK_TITLE.search(title) else None
 
 
+def _render(document: Any, index: int, settings: OcrSettings) -> Image.Image:
+    """Page ``index`` (0-based) as displayed, in grey, for OCR."""
+    with PDFIUM_LOCK:
+        page = document[index]
+        try:
+            width, height = page.get_size()
+            fit = math.sqrt(settings.max_image_pixels / max(width * height, 1.0))
+            bitmap = page.render(scale=min(settings.dpi / 72, fit), grayscale=True)
+            try:
+                image: Image.Image = bitmap.to_pil().copy()  # to_pil shares the bitmap's buffer
+                return image
+            finally:
+                bitmap.close()
+        finally:
+            page.close()
+
+
+def _read_scans(document: Any, pages: Sequence[PageGlyphs], ocr: Ocr) -> dict[int, PageText]:
+    """What OCR reads on each page without a text layer, by page number."""
+    numbers = [page.number for page in pages if not has_text_layer(page)]
+    images = [partial(_render, document, number - 1, ocr.settings) for number in numbers]
+    return dict(zip(numbers, ocr.read(images), strict=True))
+
+
 class PdfParser:
     media_types: tuple[str, ...] = ("application/pdf",)
 
-    def parse(self, data: bytes, *, filename: str, limits: IngestSettings) -> ParsedDocument:
-        with _PDFIUM_LOCK:
+    def parse(
+        self, data: bytes, *, filename: str, limits: IngestSettings, ocr: Ocr | None = None
+    ) -> ParsedDocument:
+        with PDFIUM_LOCK:
             document = _open(data, filename)
-            try:
+        try:
+            with PDFIUM_LOCK:
                 count = len(document)
                 check_limit(
                     count, limits.max_pages, what="pages", setting="max_pages", filename=filename
                 )
                 pages = [read_page(document, index, filename) for index in range(count)]
                 title = _metadata_title(document)
-            finally:
+            scans = _read_scans(document, pages, ocr) if ocr is not None else {}
+        finally:
+            with PDFIUM_LOCK:
                 document.close()
-        return layout_document(pages, title=title)
+        return layout_document(pages, title=title, scans=scans)
 
 
 PARSER = PdfParser()

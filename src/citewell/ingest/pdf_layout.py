@@ -19,6 +19,9 @@ tested without PDFium. The rules, all in text space (the page before its /Rotate
   next page when that page starts with a lowercase letter: the two parts become one block joined
   by ``\\n``, so a sentence can cross the page break. No de-hyphenation: offsets stay faithful.
 - **Boxes** are turned into the coordinates of the page as displayed (``rotate_boxes``).
+- **Scans.** A page without a text layer (no visible character with a box) is an ``image``
+  page; what OCR read on it, if anything, is laid out by ``ocr_layout`` (its own paragraphs,
+  no headings), and no sentence runs into or out of it.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import median
 
@@ -34,9 +37,12 @@ import numpy as np
 import numpy.typing as npt
 
 from citewell.ingest.base import BlockKind, CharBoxes, DocumentBuilder, ParsedDocument
+from citewell.ingest.ocr import PageText
+from citewell.ingest.ocr_layout import add_page_text
+from citewell.ingest.pdf_tables import PageTables, Table, without
 from citewell.model import Modality
 
-__all__ = ["PageGlyphs", "layout_document", "rotate_boxes"]
+__all__ = ["PageGlyphs", "has_text_layer", "layout_document", "rotate_boxes"]
 
 HEADING_SIZE_RATIO = 1.1  # a heading's font is at least this much larger than the body's
 SIZE_CHANGE_RATIO = 0.15  # a larger relative change of font size starts a new paragraph
@@ -73,6 +79,8 @@ class PageGlyphs:
     sizes: npt.NDArray[np.float32]
     baselines: npt.NDArray[np.float32]
     emphasis: npt.NDArray[np.bool_]
+    tables: tuple[Table, ...] = ()
+    """Ruled tables on the page; their cells' characters are laid out by ``pdf_tables``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +142,14 @@ def rotate_boxes(boxes: CharBoxes, rotation: int, width: float, height: float) -
         270: (y0, width - x1, y1, width - x0),
     }[rotation % 360]
     return np.stack(turned, axis=1).astype(np.float32)
+
+
+def has_text_layer(page: PageGlyphs) -> bool:
+    """Whether the page shows any character of its own; if not, only OCR can read it."""
+    return any(
+        not char.isspace() and not math.isnan(x0)
+        for char, x0 in zip(page.text, page.boxes[:, 0].tolist(), strict=True)
+    )
 
 
 def _median(values: npt.NDArray[np.float32]) -> float:
@@ -316,7 +332,7 @@ def _chars(
 
 
 def _modality(page: PageGlyphs, rows: Sequence[_Row]) -> Modality:
-    if not rows:
+    if not rows and not page.tables:
         return Modality.IMAGE  # no text layer: only OCR can read it
     return Modality.MULTIMODAL if page.has_images else Modality.TEXT
 
@@ -334,23 +350,35 @@ def _continues_across_pages(kind: BlockKind, text: str, paragraph: _Paragraph, f
     )
 
 
+def _extent(paragraph: _Paragraph) -> Box:
+    """The paragraph's box in text space, from its first baseline to its last."""
+    pieces = [piece for row in paragraph.rows for piece in row.pieces]
+    x0, x1 = min(piece.x0 for piece in pieces), max(piece.x1 for piece in pieces)
+    return x0, paragraph.rows[0].baseline, x1, paragraph.rows[-1].baseline
+
+
 def _display_boxes(page: PageGlyphs) -> list[Box | None]:
     turned = page.rotation % 180 == 90
     width, height = (page.height, page.width) if turned else (page.width, page.height)
     return _box_list(rotate_boxes(page.boxes, page.rotation, width, height))
 
 
-def layout_document(pages: Sequence[PageGlyphs], *, title: str | None) -> ParsedDocument:
+def layout_document(
+    pages: Sequence[PageGlyphs], *, title: str | None, scans: Mapping[int, PageText] | None = None
+) -> ParsedDocument:
     """Lay out the pages' characters as blocks of one canonical text (see the module docs).
 
     ``title`` is the document's own title, if it has a usable one; otherwise the first heading.
+    ``scans`` holds what OCR read on pages without a text layer, by page number.
     """
-    page_rows = [_rows(page) for page in pages]
+    scans = scans or {}
+    prose_pages = [without(page) for page in pages]
+    page_rows = [_rows(page) for page in prose_pages]
     style = _Style.measure([row for rows in page_rows for row in rows])
     builder = DocumentBuilder()
     last: tuple[BlockKind, str] | None = None
     first_heading: str | None = None
-    for page, rows in zip(pages, page_rows, strict=True):
+    for page, prose, rows in zip(pages, prose_pages, page_rows, strict=True):
         builder.start_page(
             page.number,
             width=page.width,
@@ -358,11 +386,17 @@ def layout_document(pages: Sequence[PageGlyphs], *, title: str | None) -> Parsed
             label=page.label,
             modality=_modality(page, rows),
         )
-        page_boxes = _display_boxes(page) if rows else []
+        page_boxes = _display_boxes(prose) if rows else []
+        tables = PageTables(page, _display_boxes(page) if page.tables else [])
         if not rows:
             last = None  # a sentence does not run through a page without text
+            scan = scans.get(page.number)
+            if scan is not None:
+                add_page_text(builder, scan, scale=page.width / scan.width)
         for index, paragraph in enumerate(_paragraphs(rows, style)):
-            text, boxes = _chars(page_boxes, page, paragraph)
+            if tables.add_above(builder, _extent(paragraph)):
+                last = None  # no sentence runs through a table
+            text, boxes = _chars(page_boxes, prose, paragraph)
             if index == 0 and last is not None and _continues_across_pages(*last, paragraph, text):
                 builder.extend_block("\n" + text, [None, *boxes])
                 last = (last[0], text)
@@ -371,6 +405,8 @@ def layout_document(pages: Sequence[PageGlyphs], *, title: str | None) -> Parsed
                 last = (paragraph.kind, text)
                 if paragraph.kind is BlockKind.HEADING and first_heading is None:
                     first_heading = " ".join(text.split())
+        if tables.add_rest(builder):
+            last = None
         builder.end_page()
     builder.title = title or first_heading
     return builder.build()

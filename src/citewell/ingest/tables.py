@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import zip_longest
 
-__all__ = ["format_row"]
+__all__ = ["format_row", "labelled"]
 
 PAIR_SEPARATOR = "; "
 
@@ -20,14 +20,25 @@ def format_row(headers: Sequence[str], values: Sequence[str]) -> str:
     A value without a header (an empty header cell, or more values than headers) stands alone.
     Whitespace inside headers and values is collapsed to single spaces.
     """
-    pairs: list[str] = []
-    for header, value in zip_longest(headers[: len(values)], values, fillvalue=""):
-        value = collapse(value)
-        if not value:
+    return PAIR_SEPARATOR.join(
+        label + collapse(values[column]) for label, column in labelled(headers, values)
+    )
+
+
+def labelled(headers: Sequence[str], values: Sequence[str]) -> list[tuple[str, int]]:
+    """The label (``"Header: "``, or ``""``) and column of each value ``format_row`` keeps.
+
+    For a parser that composes the row itself, e.g. to keep each value's characters apart.
+    """
+    pairs: list[tuple[str, int]] = []
+    for column, (header, value) in enumerate(
+        zip_longest(headers[: len(values)], values, fillvalue="")
+    ):
+        if not collapse(value):
             continue
         header = collapse(header)
-        pairs.append(f"{header}: {value}" if header else value)
-    return PAIR_SEPARATOR.join(pairs)
+        pairs.append((f"{header}: " if header else "", column))
+    return pairs
 
 
 def collapse(text: str) -> str:

@@ -8,9 +8,10 @@ Chat has one annotation type, ``url_citation``, nested as OpenAI nests it:
 citewell's ``source_index``, ``file_id`` and the cited range of the source added inside
 (``cited_text``, ``cited_start_index``/``cited_end_index`` into the canonical text of
 ``GET /v1/sources/{file_id}/text``, ``chunk_id``, ``page_number``, ``page_label``,
-``support``), as the Responses dialect has them. ``url`` opens the source's original file on
-this server (a signed link: ``ChatOptions.access_url``); ``title`` is its file name. Chat
-clients mostly show ``content`` alone, so the "Sources:" appendix is included by default.
+``support``, ``regions``), as the Responses dialect has them. ``url`` opens the source's
+original file on this server (a signed link: ``ChatOptions.access_url``); ``title`` is its file
+name. Chat clients mostly show ``content`` alone, so the "Sources:" appendix is included by
+default.
 
 Streaming sends ``data:`` lines only: text deltas as the answer grows, then every annotation in
 ONE delta (the SDK's ``chat.completions.stream()`` crashes on a second one) with the message's
@@ -71,7 +72,7 @@ def render_completion(answer: Answer, options: ChatOptions) -> dict[str, Any]:
                 "title": sources[anchor.citation.source_id].filename,
                 "source_index": anchor.citation.source_index,
                 "file_id": anchor.citation.source_id,
-                **cited_range(anchor.citation),
+                **cited_range(anchor.citation, options.access_url),
             },
         }
         for anchor in rendered.anchors

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from citewell.cite.locator import locator_label, source_label
-from citewell.model import Answer, Citation, GroundingState, Passage, Source, Span
+from citewell.model import Answer, Box, Citation, GroundingState, PageRegion, Passage, Source, Span
 
 __all__ = [
     "AccessUrl",
@@ -43,11 +43,13 @@ __all__ = [
     "appendix_text",
     "citations_by_claim",
     "cited_range",
+    "cited_regions",
     "count_tokens",
     "dumps",
     "layout",
     "marker",
     "passage_label",
+    "passage_pictures",
     "shows_sources",
     "token_usage",
     "unsupported_claims",
@@ -55,9 +57,23 @@ __all__ = [
 
 CitationCompat = Literal["native", "legacy"]
 SourcesAppendix = Literal["omit", "include"]
-AccessUrl = Callable[[str], str]
-"""Where a reader opens a source (by its id): a signed link to its original on this server,
-made by the HTTP handler for the request's caller (``citewell.links``)."""
+
+
+class AccessUrl(Protocol):
+    """Where a reader opens a source and pictures of its pages: signed links on this server,
+    made by the HTTP handler for the request's caller (``citewell.api.links.access_urls``)."""
+
+    def __call__(self, source_id: str) -> str:
+        """The source's original file."""
+        ...
+
+    def page(self, source_id: str, page_number: int) -> str:
+        """A picture of one page of the source."""
+        ...
+
+    def highlight(self, source_id: str, page_number: int, span: Span) -> str:
+        """That picture with the boxes of ``span`` (a range of the source's text) tinted."""
+        ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,8 +97,8 @@ class AnswerOptions:
     """Whether the request looks anything up (a stream announces the search before it ends)."""
     instructions: str | None = None
     access_url: AccessUrl | None = None
-    """How links to sources are made; None where nothing serves them (the CLI): results then
-    carry no ``access_url``."""
+    """How links to sources and their pages are made; None where nothing serves them (the CLI):
+    results then carry no ``access_url`` and no pictures, regions no ``image_url``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +202,7 @@ class Layout:
     not shown (not ``available``, or sources hidden)."""
 
 
-def cited_range(citation: Citation) -> dict[str, Any]:
+def cited_range(citation: Citation, links: AccessUrl | None) -> dict[str, Any]:
     """citewell's annotation fields naming the range of the source a citation cites: the same in
     every dialect, beside the dialect's own fields."""
     return {
@@ -197,7 +213,56 @@ def cited_range(citation: Citation) -> dict[str, Any]:
         "page_number": citation.page_number,
         "page_label": citation.page_label,
         "support": citation.support,
+        "regions": cited_regions(citation, links),
     }
+
+
+def cited_regions(citation: Citation, links: AccessUrl | None) -> list[dict[str, Any]]:
+    """Where the cited range lies on its pages: per page, its boxes (one per line) in page
+    coordinates and normalised to the page (0–1), with links to pictures of the page (null
+    where nothing serves them)."""
+    return [
+        {
+            "page_number": region.page_number,
+            "page_label": region.page_label,
+            "page_width": round(region.page_width, 2),
+            "page_height": round(region.page_height, 2),
+            "boxes": [_box(box, region) for box in region.boxes],
+            "image_url": links.page(citation.source_id, region.page_number) if links else None,
+            "highlight_url": (
+                links.highlight(citation.source_id, region.page_number, citation.span)
+                if links
+                else None
+            ),
+        }
+        for region in citation.regions
+    ]
+
+
+def _box(box: Box, region: PageRegion) -> dict[str, float]:
+    width, height = region.page_width, region.page_height
+    return {
+        "x0": box.x0,
+        "y0": box.y0,
+        "x1": box.x1,
+        "y1": box.y1,
+        "nx0": round(box.x0 / width, 5),
+        "ny0": round(box.y0 / height, 5),
+        "nx1": round(box.x1 / width, 5),
+        "ny1": round(box.y1 / height, 5),
+    }
+
+
+def passage_pictures(passage: Passage, links: AccessUrl | None) -> tuple[str, str] | None:
+    """Links to (a picture of the page, the same with the range tinted) of a retrieved passage's
+    best sentence (else of the whole passage), on the page where it starts; None for a source
+    without pages, or where nothing serves links."""
+    best = passage.sentences[0] if passage.sentences else None
+    page = best.page_number if best else passage.page_number
+    if links is None or page is None:
+        return None
+    span = best.span if best else passage.chunk.span
+    return links.page(passage.source.id, page), links.highlight(passage.source.id, page, span)
 
 
 def citations_by_claim(answer: Answer) -> dict[int, list[Citation]]:

@@ -16,7 +16,9 @@ request's own documents as ``char_location`` / ``page_location`` / ``content_blo
 ``source`` is a signed link to the source's original on this server (``access_url``), ``title``
 its file name, ``search_result_index`` the passage's rank among those retrieved and whose block
 indices count the sentences of the passage's chunk. ``cited_text`` is always exactly the cited
-range of the source's text.
+range of the source's text. A citation of a retrieved source with character boxes (a PDF, a
+scan, an image) also carries citewell's ``regions``, as the OpenAI dialects do
+(``common.cited_regions``); the others are exactly Anthropic's.
 
 The stream follows wire-formats C.5: a claim's block goes out whole once the claim is settled
 (text, then its citations as ``citations_delta``), plain text as soon as it is known to be plain.
@@ -37,6 +39,7 @@ from citewell.render.common import (
     AnswerOptions,
     Ids,
     citations_by_claim,
+    cited_regions,
     count_tokens,
     dumps,
     shows_sources,
@@ -77,8 +80,16 @@ def retrieved_citables(passages: Sequence[Passage], access_url: AccessUrl) -> di
     }
 
 
-def location(citation: Citation, citable: Citable) -> dict[str, Any]:
-    """One citation as Anthropic's ``TextCitation``."""
+def location(citation: Citation, citable: Citable, links: AccessUrl) -> dict[str, Any]:
+    """One citation as Anthropic's ``TextCitation``; one into a stored source with boxes also
+    has ``regions`` (a request's own documents are not stored: no link opens their pages)."""
+    wire = _anthropic_location(citation, citable)
+    if citation.regions and citable.kind == "search_result_location":
+        wire["regions"] = cited_regions(citation, links)
+    return wire
+
+
+def _anthropic_location(citation: Citation, citable: Citable) -> dict[str, Any]:
     span = citation.span
     if citable.kind == "search_result_location":
         start, end = block_range(citable.units, span)
@@ -130,9 +141,12 @@ class _Piece:
 class _Blocks:
     """Cuts the answer's text into pieces as text and claims arrive (engine order)."""
 
-    def __init__(self, *, show_sources: bool, citables: Mapping[str, Citable]) -> None:
+    def __init__(
+        self, *, show_sources: bool, citables: Mapping[str, Citable], links: AccessUrl
+    ) -> None:
         self.show = show_sources
         self.citables: dict[str, Citable] = dict(citables)
+        self._links = links
         self._text = ""
         self._done = 0
 
@@ -144,7 +158,7 @@ class _Blocks:
     def claim(self, claim: Claim, citations: Sequence[Citation]) -> list[_Piece]:
         span = claim.span
         shown = [
-            location(c, citable)
+            location(c, citable, self._links)
             for c in citations
             if (citable := self.citables.get(c.chunk_id)) is not None and citable.cite
         ]
@@ -170,7 +184,9 @@ class _Blocks:
 
 def _pieces(answer: Answer, options: MessageOptions) -> list[_Piece]:
     blocks = _Blocks(
-        show_sources=shows_sources(answer, options), citables=_citables(answer, options)
+        show_sources=shows_sources(answer, options),
+        citables=_citables(answer, options),
+        links=options.access_url,
     )
     pieces = blocks.add(answer.text)
     grouped = citations_by_claim(answer)
@@ -257,7 +273,9 @@ class MessageStream:
 
     def __init__(self, options: MessageOptions) -> None:
         self._options = options
-        self._blocks = _Blocks(show_sources=options.show_sources, citables=options.citables)
+        self._blocks = _Blocks(
+            show_sources=options.show_sources, citables=options.citables, links=options.access_url
+        )
         self._started = False
         self._index = -1
         self._block_open = False

@@ -11,8 +11,11 @@ then one ``message`` whose ``output_text`` carries one ``file_citation`` per cit
 plus citewell's ``start_index``/``end_index`` (the claim), ``source_index`` (the number of the
 source in this answer, from 1) and the cited range of the source: ``cited_text``,
 ``cited_start_index``/``cited_end_index`` (code points into the source's canonical text,
-``GET /v1/sources/{file_id}/text``), ``chunk_id``, ``page_number``, ``page_label`` and
-``support`` (the verifier's score).
+``GET /v1/sources/{file_id}/text``), ``chunk_id``, ``page_number``, ``page_label``,
+``support`` (the verifier's score) and ``regions`` (the range's boxes on each page, with links
+to pictures of the page: ``common.cited_regions``). A result of a source with pages has
+``preview``, a link to a picture of the page with its best sentence tinted, and ``media_id``,
+a link to the plain picture of that page.
 
 The stream follows wire-formats A.7.2 event by event; ``response.completed`` carries exactly what
 ``render_response`` returns for the same answer (the SDK's ``get_final_response()`` reads only
@@ -38,6 +41,7 @@ from citewell.render.common import (
     dumps,
     layout,
     passage_label,
+    passage_pictures,
     shows_sources,
     token_usage,
     unsupported_claims,
@@ -53,8 +57,6 @@ __all__ = [
 
 RESULTS = "file_search_call.results"
 """The ``include`` value that asks for the search results."""
-PREVIEW_CHARS = 200
-"""Longest ``preview`` of a result, in code points."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,7 +89,7 @@ def render_response(answer: Answer, options: ResponseOptions) -> dict[str, Any]:
     output: list[dict[str, Any]] = []
     if options.retrieve:
         output.append(_search_item(ids, answer.question, _results(answer, options)))
-    annotations = [_annotation(a, sources[a.citation.source_id]) for a in rendered.anchors]
+    annotations = [_annotation(a, sources[a.citation.source_id], options) for a in rendered.anchors]
     message = _message(ids, rendered.text, annotations, status="completed")
     if rendered.unsupported is not None:
         message["content"][0]["unsupported_claims"] = unsupported_claims(rendered)
@@ -228,7 +230,7 @@ class ResponseStream:
             "response.output_text.annotation.added",
             **self._part(),
             annotation_index=index,
-            annotation=_annotation(anchor, self._sources[anchor.citation.source_id]),
+            annotation=_annotation(anchor, self._sources[anchor.citation.source_id], self._options),
         )
 
     def _completed(self, answer: Answer) -> list[str]:
@@ -335,7 +337,7 @@ def _message(
     }
 
 
-def _annotation(anchor: Anchor, source: Source) -> dict[str, Any]:
+def _annotation(anchor: Anchor, source: Source, options: ResponseOptions) -> dict[str, Any]:
     return {
         "type": "file_citation",
         "file_id": source.id,
@@ -344,7 +346,7 @@ def _annotation(anchor: Anchor, source: Source) -> dict[str, Any]:
         "start_index": anchor.start,
         "end_index": anchor.end,
         "source_index": anchor.citation.source_index,
-        **cited_range(anchor.citation),
+        **cited_range(anchor.citation, options.access_url),
     }
 
 
@@ -360,6 +362,7 @@ def _result(passage: Passage, source_index: int | None, options: ResponseOptions
     source = passage.source
     label, locator = passage_label(passage)
     excerpt = passage.sentences[0].text if passage.sentences else passage.chunk.text
+    page, highlight = passage_pictures(passage, options.access_url) or (None, None)
     attributes: dict[str, str | int | float | bool | None] = {
         "source_index": source_index,
         "label": label,
@@ -371,7 +374,8 @@ def _result(passage: Passage, source_index: int | None, options: ResponseOptions
         "access_url": options.access_url(source.id) if options.access_url else None,
         "text": passage.chunk.text,
         "excerpt": excerpt,
-        "preview": _preview(passage.chunk.text),
+        "preview": highlight,
+        "media_id": page,
     }
     return {
         "file_id": source.id,
@@ -381,11 +385,3 @@ def _result(passage: Passage, source_index: int | None, options: ResponseOptions
         # OpenAI's attribute values are strings, numbers or booleans: absent rather than null.
         "attributes": {k: v for k, v in attributes.items() if v is not None},
     }
-
-
-def _preview(text: str) -> str:
-    """The start of a passage on one line, at most ``PREVIEW_CHARS`` long."""
-    flat = " ".join(text.split())
-    if len(flat) <= PREVIEW_CHARS:
-        return flat
-    return flat[: PREVIEW_CHARS - 1].rstrip() + "…"

@@ -8,6 +8,7 @@ in a result list.
 from __future__ import annotations
 
 import datetime as dt
+import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
@@ -44,6 +45,7 @@ __all__ = [
     "StoredAnswer",
     "StoredTrace",
     "Vectors",
+    "new_source_id",
 ]
 
 Vectors = npt.NDArray[np.float32]
@@ -74,6 +76,13 @@ class SourceDraft:
     effective_date: dt.date | None = None
     acl: frozenset[str] = frozenset()
     metadata: dict[str, MetadataValue] = field(default_factory=dict)
+    id: str | None = None
+    """The id the source gets (``new_source_id``), when it was promised before it is stored
+    (a background ingest); None: a new one."""
+
+
+def new_source_id() -> str:
+    return f"src_{secrets.token_hex(12)}"
 
 
 ConversationTurn = tuple[Literal["user", "assistant"], str]

@@ -52,6 +52,7 @@ from citewell.store.base import (
     StoredAnswer,
     StoredTrace,
     Vectors,
+    new_source_id,
 )
 from citewell.store.blobs import BlobStore
 from citewell.store.filters import SqlParam, compile_filter
@@ -274,7 +275,7 @@ class SQLiteStore:
         if len(draft.vectors) != len(draft.chunks) or len(draft.vector_keys) != len(draft.chunks):
             raise ValueError("one vector and one vector key per chunk are required")
         self.blobs.put(draft.content, draft.content_hash)
-        source_id = _new_id("src")
+        source_id = draft.id or new_source_id()
         source_key = self._insert_pending(source_id, draft)
         try:
             with self.lexical.writer() as writer:

@@ -1,0 +1,318 @@
+"""Recognising text with boxes on a page image: Debian's tesseract, through tesserocr.
+
+tesserocr rather than pytesseract: its wheel bundles libtesseract, each worker keeps its
+language models loaded from page to page (pytesseract starts a process and loads them again for
+every page), and it gives words, lines and paragraphs with boxes and confidences directly; it
+read a page in half pytesseract's time here (reference/infrastructure.md §4). The language
+models are Debian's (``tesseract-ocr-eng``/``-spa``/``-chi-sim``, installed by the Makefile):
+nothing is downloaded.
+
+Reading one page:
+
+1. **Orientation and script.** Tesseract's OSD says how far the page is turned (0/90/180/270)
+   and which script it is written in (about 0.3 s a page at 300 dpi). A page turned with a
+   confidence of at least ``MIN_TURN_CONFIDENCE`` (ocrmypdf's default threshold) is read upright.
+   With ``detect_script`` the page is read with only the configured languages of its script.
+   Skew of a few degrees is left to tesseract's layout analysis; boxes stay axis-aligned.
+2. **Words** come in tesseract's reading order (blocks, paragraphs, lines), each with its box and
+   confidence; blank words and words under ``min_confidence`` are left out. When automatic
+   layout finds no word at all (a photo of a sign), the page is read again as sparse text.
+3. **Boxes** are in pixels of the image as given, origin top-left. A character's box is its
+   word's box cut into equal slices along the line (in the upright page, then turned back), so
+   it always lies inside the word's box.
+
+``Recogniser`` is the bounded worker pool: at most ``OcrSettings.workers`` pages are read at
+once in the process, whoever asks; each worker thread has its own tesseract (tesserocr releases
+the GIL while it reads).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
+from dataclasses import dataclass
+from typing import Any
+
+from PIL import Image
+from tesserocr import PSM, RIL, PyTessBaseAPI  # type: ignore[import-untyped]  # ships no py.typed
+
+from citewell.config import OcrSettings
+from citewell.errors import ConfigError
+
+__all__ = [
+    "Box",
+    "Line",
+    "Ocr",
+    "PageText",
+    "Paragraph",
+    "Progress",
+    "Recogniser",
+    "Word",
+]
+
+MIN_TURN_CONFIDENCE = 14.0
+"""Least OSD confidence for turning a page upright (ocrmypdf's --rotate-pages-threshold)."""
+
+# The script tesseract's OSD names for each language we know; other languages are always used.
+_SCRIPTS: dict[str, str] = {
+    "eng": "Latin",
+    "spa": "Latin",
+    "fra": "Latin",
+    "deu": "Latin",
+    "ita": "Latin",
+    "por": "Latin",
+    "chi_sim": "Han",
+    "chi_tra": "Han",
+}
+
+Box = tuple[float, float, float, float]
+"""x0, y0, x1, y1 in pixels of the page image, origin top-left."""
+
+Progress = Callable[[int, int], None]
+"""Told ``(pages_done, pages_total)`` before the first page and after each page read."""
+
+PageImage = Callable[[], Image.Image]
+"""Makes a page's image when a worker is ready for it, so that only pages being read are held."""
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    text: str
+    box: Box
+    char_boxes: tuple[Box, ...]
+    """One box per code point of ``text``, each inside ``box``."""
+    confidence: float
+    """Tesseract's confidence in the word, 0-100."""
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    words: tuple[Word, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Paragraph:
+    lines: tuple[Line, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PageText:
+    """What OCR read on one page image."""
+
+    width: int
+    height: int
+    """Size of the image in pixels; every box lies within it."""
+    paragraphs: tuple[Paragraph, ...]
+    turn: int
+    """Degrees (counter-clockwise) the image was turned to be read upright: 0, 90, 180, 270."""
+    languages: str
+
+
+class Recogniser:
+    """The bounded pool of tesseract workers of one process (see the module docs)."""
+
+    def __init__(self, settings: OcrSettings) -> None:
+        self.settings = settings
+        self._pool = ThreadPoolExecutor(max_workers=settings.workers, thread_name_prefix="ocr")
+        self._local = threading.local()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def read(self, pages: Sequence[PageImage], progress: Progress | None = None) -> list[PageText]:
+        """Read the pages, in their order. The first failure cancels the pages not yet begun
+        and is raised once the pages begun are done (they may use what the caller frees then).
+
+        Raises ``ConfigError`` when a configured language model is missing. No pages: no
+        progress reported, and tesseract need not be installed.
+        """
+        if not pages:
+            return []
+        self._check_models()
+        futures = [self._pool.submit(self._read_page, page) for page in pages]
+        try:
+            _report(futures, progress)
+            return [future.result() for future in futures]
+        finally:
+            for future in futures:
+                future.cancel()
+            wait(futures)
+
+    def _check_models(self) -> None:
+        folder = self.settings.tessdata_dir
+        names = [*self.settings.languages.split("+"), "osd"]
+        missing = [name for name in names if not (folder / f"{name}.traineddata").is_file()]
+        if missing:
+            raise ConfigError(
+                f"OCR needs tesseract's language models {', '.join(missing)} in {folder}: "
+                "install Debian's tesseract-ocr packages (`make install` does) or set "
+                "CITEWELL_OCR__TESSDATA_DIR / CITEWELL_OCR__LANGUAGES"
+            )
+
+    def _read_page(self, page: PageImage) -> PageText:
+        image = _grey(page())
+        turn, script = self._orientation(image)
+        upright = image.rotate(turn, expand=True) if turn else image
+        languages = self._languages(script)
+        api = self._api(languages)
+        paragraphs = _recognise(api, upright, PSM.AUTO, self.settings.min_confidence)
+        if not paragraphs:
+            paragraphs = _recognise(api, upright, PSM.SPARSE_TEXT, self.settings.min_confidence)
+        turned = _turn_back(paragraphs, turn, image.width, image.height)
+        return PageText(image.width, image.height, turned, turn, languages)
+
+    def _orientation(self, image: Image.Image) -> tuple[int, str | None]:
+        api = self._api("osd", PSM.OSD_ONLY)
+        api.SetImage(image)
+        found: dict[str, Any] | None = api.DetectOrientationScript()
+        if not found:
+            return 0, None  # too little text to tell
+        turn = int(found["orient_deg"]) if found["orient_conf"] >= MIN_TURN_CONFIDENCE else 0
+        return turn % 360, str(found["script_name"])
+
+    def _languages(self, script: str | None) -> str:
+        configured = self.settings.languages.split("+")
+        if not self.settings.detect_script or script is None:
+            return self.settings.languages
+        chosen = [name for name in configured if _SCRIPTS.get(name, script) == script]
+        return "+".join(chosen) if chosen else self.settings.languages
+
+    def _api(self, languages: str, mode: PSM = PSM.AUTO) -> PyTessBaseAPI:
+        """This worker thread's tesseract for ``languages``, loaded on first use."""
+        apis: dict[str, PyTessBaseAPI] = self._local.__dict__.setdefault("apis", {})
+        api = apis.get(languages)
+        if api is None:
+            api = PyTessBaseAPI(path=f"{self.settings.tessdata_dir}/", lang=languages, psm=mode)
+            apis[languages] = api
+        return api
+
+
+@dataclass(frozen=True, slots=True)
+class Ocr:
+    """OCR for one document: the process's recogniser, and who hears of its progress."""
+
+    recogniser: Recogniser
+    progress: Progress | None = None
+
+    @property
+    def settings(self) -> OcrSettings:
+        return self.recogniser.settings
+
+    def read(self, pages: Sequence[PageImage]) -> list[PageText]:
+        return self.recogniser.read(pages, self.progress)
+
+
+def _report(futures: Sequence[Future[PageText]], progress: Progress | None) -> None:
+    """Wait for every page, telling ``progress``; raises the first failure."""
+    total = len(futures)
+    if progress is not None:
+        progress(0, total)
+    for done, future in enumerate(as_completed(futures), start=1):
+        future.result()
+        if progress is not None:
+            progress(done, total)
+
+
+def _grey(image: Image.Image) -> Image.Image:
+    """8-bit grey, transparent parts white: what tesseract binarises best, at a third the size."""
+    if image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info:
+        rgba = image.convert("RGBA")
+        background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        image = Image.alpha_composite(background, rgba)
+    return image if image.mode == "L" else image.convert("L")
+
+
+def _recognise(
+    api: PyTessBaseAPI, image: Image.Image, mode: PSM, min_confidence: float
+) -> tuple[Paragraph, ...]:
+    api.SetPageSegMode(mode)
+    api.SetImage(image)
+    api.Recognize()
+    paragraphs: list[list[list[Word]]] = []
+    for word, new_paragraph, new_line in _words(api):
+        if not word.text or word.confidence < min_confidence:
+            continue
+        if new_paragraph or not paragraphs:
+            paragraphs.append([])
+        if new_line or not paragraphs[-1]:
+            paragraphs[-1].append([])
+        paragraphs[-1][-1].append(word)
+    return tuple(
+        Paragraph(tuple(Line(tuple(words)) for words in lines if words))
+        for lines in paragraphs
+        if lines
+    )
+
+
+def _words(api: PyTessBaseAPI) -> Iterator[tuple[Word, bool, bool]]:
+    """Each word with whether it begins a paragraph, and whether it begins a line.
+
+    Beginnings are reported for every word, also one that will be left out: the next kept word
+    then starts the paragraph or line instead (see ``_recognise``).
+    """
+    iterator = api.GetIterator()
+    if iterator is None:
+        return
+    new_paragraph = new_line = False
+    while True:
+        new_paragraph = new_paragraph or iterator.IsAtBeginningOf(RIL.PARA)
+        new_line = new_line or iterator.IsAtBeginningOf(RIL.TEXTLINE)
+        empty = iterator.Empty(RIL.WORD)  # reading an empty word's text raises
+        text = "" if empty else (iterator.GetUTF8Text(RIL.WORD) or "").strip()
+        bounds = iterator.BoundingBox(RIL.WORD)
+        if text and bounds is not None:
+            x0, y0, x1, y1 = bounds
+            box = (float(x0), float(y0), float(x1), float(y1))
+            confidence = float(iterator.Confidence(RIL.WORD))
+            yield Word(text, box, _slices(box, len(text)), confidence), new_paragraph, new_line
+            new_paragraph = new_line = False
+        if not iterator.Next(RIL.WORD):
+            return
+
+
+def _slices(box: Box, count: int) -> tuple[Box, ...]:
+    """``box`` cut into ``count`` equal slices, left to right."""
+    x0, y0, x1, y1 = box
+    step = (x1 - x0) / count
+    return tuple((x0 + i * step, y0, x0 + (i + 1) * step, y1) for i in range(count))
+
+
+def _turn_back(
+    paragraphs: tuple[Paragraph, ...], turn: int, width: int, height: int
+) -> tuple[Paragraph, ...]:
+    """Boxes found on the image turned ``turn`` degrees, on the ``width`` x ``height`` image."""
+    if not turn:
+        return paragraphs
+    return tuple(
+        Paragraph(
+            tuple(
+                Line(
+                    tuple(
+                        Word(
+                            word.text,
+                            _unturn(word.box, turn, width, height),
+                            tuple(_unturn(b, turn, width, height) for b in word.char_boxes),
+                            word.confidence,
+                        )
+                        for word in line.words
+                    )
+                )
+                for line in paragraph.lines
+            )
+        )
+        for paragraph in paragraphs
+    )
+
+
+def _unturn(box: Box, turn: int, width: int, height: int) -> Box:
+    """A box on the image turned ``turn`` degrees counter-clockwise (PIL's ``rotate``, with
+    ``expand``), on the original ``width`` x ``height`` image."""
+    u0, v0, u1, v1 = box
+    if turn == 90:
+        return (width - v1, u0, width - v0, u1)
+    if turn == 180:
+        return (width - u1, height - v1, width - u0, height - v0)
+    if turn == 270:
+        return (v0, height - u1, v1, height - u0)
+    return box

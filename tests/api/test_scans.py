@@ -1,0 +1,169 @@
+"""Uploading files that need OCR: 202 at once, a visible status and progress, ready later."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from citewell.api import create_app
+from citewell.config import OcrSettings, Settings
+from citewell.errors import NotFound, ParseError
+from citewell.ingest.jobs import IngestJob
+from citewell.ingest.ocr import PageImage, PageText, Recogniser
+from citewell.library import Library
+from citewell.model import Principal
+from tests.api.conftest import assert_error, search, upload
+
+PHRASE = "Reduce your risk of coronavirus infection"
+
+
+@pytest.fixture
+def gate(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """OCR of every page waits until the test opens this gate."""
+    opened = threading.Event()
+    read_page = Recogniser._read_page
+
+    def gated(self: Recogniser, page: PageImage) -> PageText:
+        assert opened.wait(timeout=60), "the test never opened the gate"
+        return read_page(self, page)
+
+    monkeypatch.setattr(Recogniser, "_read_page", gated)
+    return opened
+
+
+@pytest.fixture
+def client(settings: Settings) -> Iterator[TestClient]:
+    with TestClient(create_app(settings)) as client:
+        assert client.post("/v1/buckets", json={"slug": "scans"}).status_code == 201
+        yield client
+
+
+def _poster(documents: Path) -> bytes:
+    return (documents / "images" / "easyocr_english.png").read_bytes()
+
+
+def _until_settled(client: TestClient, source_id: str) -> dict[str, Any]:
+    """GET the source until it is no longer processing (the test does not time it)."""
+    for _ in range(600):
+        source: dict[str, Any] = client.get(f"/v1/sources/{source_id}").json()
+        if source["status"] != "processing":
+            return source
+        time.sleep(0.1)
+    raise AssertionError(f"{source_id} still processing")
+
+
+def test_a_scan_is_accepted_processing_then_ready_and_found(
+    client: TestClient, documents: Path, gate: threading.Event
+) -> None:
+    response = upload(client, "scans", "poster.png", _poster(documents))
+    assert response.status_code == 202
+    body = response.json()
+    assert body["outcome"] == "processing"
+    source = body["source"]
+    assert (source["status"], source["progress"]) == (
+        "processing",
+        {"pages_done": 0, "pages_total": 1},
+    )
+    assert (source["filename"], source["mime_type"], source["version"]) == (
+        "poster.png",
+        "image/png",
+        None,
+    )
+    # While the page waits for OCR, the server answers other requests, and the source is
+    # visible by its id only: not listed, not searched.
+    assert client.get("/healthz").json() == {"status": "ok"}
+    assert client.get(f"/v1/sources/{source['id']}").json()["status"] == "processing"
+    assert client.get("/v1/buckets/scans/sources").json()["data"] == []
+    assert search(client, PHRASE, ["scans"])["data"] == []
+
+    gate.set()
+    ready = _until_settled(client, source["id"])
+    assert (ready["status"], ready["progress"], ready["modality"]) == ("ready", None, "image")
+    assert (ready["version"], ready["page_count"]) == (1, 1)
+    hits = search(client, PHRASE, ["scans"])["data"]
+    assert hits and hits[0]["source"]["id"] == source["id"]
+    pages = client.get(f"/v1/sources/{source['id']}/text").json()["pages"]
+    assert [(p["width"], p["height"], p["modality"]) for p in pages] == [(905, 480, "image")]
+
+
+def test_the_same_scan_sent_twice_meanwhile_is_one_source(
+    client: TestClient, documents: Path, gate: threading.Event
+) -> None:
+    first = upload(client, "scans", "poster.png", _poster(documents)).json()["source"]
+    again = upload(client, "scans", "poster-again.png", _poster(documents))
+    assert (again.status_code, again.json()["source"]["id"]) == (202, first["id"])
+    gate.set()
+    assert _until_settled(client, first["id"])["status"] == "ready"
+
+
+def test_a_scan_that_fails_during_ocr_shows_failed_with_the_reason(
+    client: TestClient, documents: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started = threading.Event()
+
+    def failing(self: Recogniser, page: PageImage) -> PageText:
+        started.wait(timeout=60)
+        raise ParseError("poster.png: page 1 could not be read")
+
+    monkeypatch.setattr(Recogniser, "_read_page", failing)
+    response = upload(client, "scans", "poster.png", _poster(documents))
+    assert response.status_code == 202
+    started.set()
+    failed = _until_settled(client, response.json()["source"]["id"])
+    assert (failed["status"], failed["error"]) == (
+        "failed",
+        "poster.png: page 1 could not be read",
+    )
+    assert client.get("/v1/buckets/scans/sources").json()["data"] == []
+
+
+def test_a_text_file_is_still_stored_at_once(client: TestClient) -> None:
+    response = upload(client, "scans", "notes.txt", b"Plain text needs no OCR.")
+    assert (response.status_code, response.json()["source"]["status"]) == (201, "ready")
+
+
+@pytest.mark.parametrize(
+    ("data", "status", "code"),
+    [
+        (b"\x89PNG\r\n\x1a\n" + b"\0" * 64, 422, "invalid_file"),
+        (None, 413, "file_too_large"),
+    ],
+)
+def test_damaged_and_huge_images_are_refused_and_the_server_serves_on(
+    tmp_path: Path, documents: Path, data: bytes | None, status: int, code: str
+) -> None:
+    settings = Settings(data_dir=tmp_path / "data", ocr=OcrSettings(max_image_pixels=10_000))
+    with TestClient(create_app(settings)) as client:
+        assert client.post("/v1/buckets", json={"slug": "scans"}).status_code == 201
+        sent = data if data is not None else _poster(documents)  # 905 x 480 pixels
+        assert_error(upload(client, "scans", "scan.png", sent), status, code=code)
+        assert client.get("/healthz").json() == {"status": "ok"}
+        assert client.get("/v1/buckets/scans/sources").json()["data"] == []
+
+
+def test_a_processing_source_is_hidden_from_callers_who_cannot_see_it(
+    settings: Settings, documents: Path, gate: threading.Event
+) -> None:
+    library = Library.open(settings)
+    try:
+        library.create_bucket("scans")
+        job = library.submit(
+            _poster(documents), filename="poster.png", bucket="scans", acl=frozenset({"hr"})
+        )
+        assert isinstance(job, IngestJob)
+        assert library.ingest_job(job.source_id).pages_total == 1
+        outsider = Principal(acl_labels=frozenset({"sales"}))
+        with pytest.raises(NotFound):
+            library.ingest_job(job.source_id, principal=outsider)
+        other_tenant = Principal(tenant_id=library.store.create_tenant("other").id)
+        with pytest.raises(NotFound):
+            library.ingest_job(job.source_id, principal=other_tenant)
+    finally:
+        gate.set()
+        library.close()

@@ -1,0 +1,210 @@
+"""OCR of images and of PDF pages without a text layer, with real tesseract on real files.
+
+Inputs are one page each where possible: tesseract takes seconds a page on a shared machine.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pypdfium2
+import pytest
+from PIL import Image
+
+from citewell.config import IngestSettings, OcrSettings
+from citewell.errors import ConfigError, FileTooLarge, ParseError
+from citewell.ingest import parse
+from citewell.ingest.base import ParsedDocument
+from citewell.ingest.ocr import Ocr, Recogniser
+from citewell.model import Modality
+from tests.ingest.samples import PageSpec, Run, make_pdf
+
+LIMITS = IngestSettings()
+POSTER_PHRASE = "Reduce your risk of coronavirus infection"
+
+
+@pytest.fixture(scope="module")
+def recogniser() -> Iterator[Recogniser]:
+    recogniser = Recogniser(OcrSettings(workers=1))
+    yield recogniser
+    recogniser.close()
+
+
+def _parse(data: bytes, filename: str, recogniser: Recogniser) -> ParsedDocument:
+    return parse(data, filename=filename, limits=LIMITS, ocr=Ocr(recogniser))
+
+
+def _page_of_pdf(path: Path, index: int) -> bytes:
+    """Page ``index`` of a PDF as a PDF of its own."""
+    source = pypdfium2.PdfDocument(path)
+    target = pypdfium2.PdfDocument.new()
+    target.import_pages(source, [index])
+    buffer = io.BytesIO()
+    target.save(buffer)
+    return buffer.getvalue()
+
+
+def _phrase_boxes(document: ParsedDocument, phrase: str) -> tuple[int, np.ndarray]:
+    """The page number of ``phrase`` (a line break may stand for a space) and its characters'
+    boxes."""
+    start = document.text.replace("\n", " ").find(phrase)
+    assert start >= 0, document.text[:500]
+    page = next(p for p in document.pages if p.span.start <= start < p.span.end)
+    rows = document.char_boxes[page.number - 1]
+    offset = start - page.span.start
+    return page.number, rows[offset : offset + len(phrase)]
+
+
+# --- images --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def poster(evaldata: Path, recogniser: Recogniser) -> ParsedDocument:
+    data = (evaldata / "documents" / "images" / "easyocr_english.png").read_bytes()
+    return _parse(data, "easyocr_english.png", recogniser)
+
+
+def test_an_image_is_one_image_page_sized_in_pixels(poster: ParsedDocument) -> None:
+    assert poster.modality is Modality.IMAGE
+    assert [(p.number, p.width, p.height, p.modality) for p in poster.pages] == [
+        (1, 905, 480, Modality.IMAGE)
+    ]
+    assert poster.text.startswith(POSTER_PHRASE)
+
+
+def test_every_character_of_an_ocr_page_has_a_box_inside_the_page(poster: ParsedDocument) -> None:
+    page, boxes = poster.pages[0], poster.char_boxes[0]
+    assert boxes.shape == (len(poster.text), 4)
+    text = poster.text
+    missing = np.isnan(boxes[:, 0])
+    assert all(text[i].isspace() for i in np.flatnonzero(missing))
+    assert all(not text[i].isspace() for i in np.flatnonzero(~missing))
+    placed = boxes[~missing]
+    assert (placed[:, 0] >= 0).all() and (placed[:, 2] <= page.width).all()
+    assert (placed[:, 1] >= 0).all() and (placed[:, 3] <= page.height).all()
+    assert (placed[:, 0] < placed[:, 2]).all() and (placed[:, 1] < placed[:, 3]).all()
+
+
+def test_a_phrase_s_character_boxes_lie_within_its_ocr_words(
+    evaldata: Path, poster: ParsedDocument, recogniser: Recogniser
+) -> None:
+    path = evaldata / "documents" / "images" / "easyocr_english.png"
+    (page_text,) = recogniser.read([lambda: Image.open(path)])
+    words = [w for p in page_text.paragraphs for line in p.lines for w in line.words][:6]
+    phrase = " ".join(word.text for word in words)
+    assert phrase.startswith(POSTER_PHRASE)
+    number, boxes = _phrase_boxes(poster, phrase)
+    assert number == 1
+    cursor = 0
+    for word in words:
+        x0, y0, x1, y1 = word.box
+        for row in boxes[cursor : cursor + len(word.text)]:
+            assert x0 <= row[0] < row[2] <= x1 and y0 <= row[1] < row[3] <= y1
+        cursor += len(word.text) + 1
+        assert cursor > len(phrase) or np.isnan(boxes[cursor - 1]).all()  # the joining space
+
+
+def test_a_tiff_holds_one_page_per_frame(evaldata: Path, recogniser: Recogniser) -> None:
+    with Image.open(evaldata / "documents" / "images" / "easyocr_english.png") as image:
+        poster = image.convert("L")
+    title, advice = poster.crop((200, 20, 700, 80)), poster.crop((320, 90, 620, 150))
+    buffer = io.BytesIO()
+    title.save(buffer, "TIFF", save_all=True, append_images=[advice])
+    document = _parse(buffer.getvalue(), "two.tiff", recogniser)
+    assert [(p.number, p.width, p.height) for p in document.pages] == [(1, 500, 60), (2, 300, 60)]
+    first, second = (document.text[p.span.start : p.span.end] for p in document.pages)
+    assert "coronavirus" in first and "soap" in second
+
+
+def test_an_image_over_the_pixel_limit_is_refused_before_it_is_read(
+    evaldata: Path, recogniser: Recogniser
+) -> None:
+    small = Recogniser(OcrSettings(workers=1, max_image_pixels=1000))
+    data = (evaldata / "documents" / "images" / "easyocr_english.png").read_bytes()
+    with pytest.raises(FileTooLarge, match=r"CITEWELL_OCR__MAX_IMAGE_PIXELS"):
+        _parse(data, "poster.png", small)
+    small.close()
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"\x89PNG\r\n\x1a\n" + b"\0" * 64, r"^scan\.png is a damaged image"),
+        (b"\xff\xd8\xff\xe0" + b"\1" * 64, r"^scan\.png is a damaged or truncated image"),
+    ],
+)
+def test_a_damaged_image_is_a_parse_error(
+    data: bytes, message: str, recogniser: Recogniser
+) -> None:
+    with pytest.raises(ParseError, match=message):
+        _parse(data, "scan.png", recogniser)
+
+
+def test_a_truncated_image_is_a_parse_error(evaldata: Path, recogniser: Recogniser) -> None:
+    data = (evaldata / "documents" / "images" / "easyocr_english.png").read_bytes()
+    with pytest.raises(ParseError, match=r"^cut\.png is a damaged or truncated image"):
+        _parse(data[: len(data) // 2], "cut.png", recogniser)
+
+
+def test_missing_language_models_are_the_operator_s_to_install(
+    tmp_path: Path, evaldata: Path
+) -> None:
+    missing = Recogniser(OcrSettings(workers=1, tessdata_dir=tmp_path))
+    data = (evaldata / "documents" / "images" / "easyocr_english.png").read_bytes()
+    with pytest.raises(ConfigError, match=r"tesseract's language models .*make install"):
+        _parse(data, "poster.png", missing)
+    missing.close()
+
+
+# --- PDFs ----------------------------------------------------------------------------------
+
+
+def test_a_scanned_page_turned_sideways_is_read_upright(
+    evaldata: Path, recogniser: Recogniser
+) -> None:
+    """Page 2 of ocrmypdf_cardinal.pdf holds the scan turned 90 degrees."""
+    data = _page_of_pdf(evaldata / "documents" / "pdf_scanned" / "ocrmypdf_cardinal.pdf", 1)
+    document = _parse(data, "cardinal-2.pdf", recogniser)
+    assert document.pages[0].modality is Modality.IMAGE
+    assert (document.pages[0].width, document.pages[0].height) == (792, 612)
+    number, boxes = _phrase_boxes(document, "The LinnSequencer")
+    assert number == 1
+    word = boxes[4:]  # "LinnSequencer" runs down the page: taller than wide
+    assert (word[:, 3].max() - word[:, 1].min()) > 3 * (word[:, 2].max() - word[:, 0].min())
+
+
+def test_a_mixed_pdf_keeps_its_text_page_and_reads_its_scanned_page(
+    evaldata: Path, recogniser: Recogniser
+) -> None:
+    text_page = make_pdf([PageSpec([Run("A typed page about word processors.", 72, 700)])])
+    merged = pypdfium2.PdfDocument(text_page)
+    scan = pypdfium2.PdfDocument(evaldata / "documents" / "pdf_scanned" / "docling_ocr_test.pdf")
+    merged.import_pages(scan)
+    buffer = io.BytesIO()
+    merged.save(buffer)
+    progress: list[tuple[int, int]] = []
+    document = parse(
+        buffer.getvalue(),
+        filename="mixed.pdf",
+        limits=LIMITS,
+        ocr=Ocr(recogniser, lambda done, total: progress.append((done, total))),
+    )
+    assert [p.modality for p in document.pages] == [Modality.TEXT, Modality.IMAGE]
+    assert document.modality is Modality.MULTIMODAL
+    first, second = (document.text[p.span.start : p.span.end] for p in document.pages)
+    assert first.strip() == "A typed page about word processors."
+    assert "Docling bundles PDF document conversion to JSON and Markdown" in " ".join(
+        second.split()
+    )
+    number, boxes = _phrase_boxes(document, "Docling bundles")
+    assert number == 2 and not np.isnan(boxes[0]).any()
+    assert progress == [(0, 1), (1, 1)]  # only the scanned page is read with OCR
+
+
+def test_without_ocr_a_scanned_page_is_an_image_page_without_text(evaldata: Path) -> None:
+    data = (evaldata / "documents" / "pdf_scanned" / "docling_ocr_test.pdf").read_bytes()
+    document = parse(data, filename="scan.pdf", limits=LIMITS)
+    assert document.text == "" and document.pages[0].modality is Modality.IMAGE
