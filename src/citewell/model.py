@@ -136,6 +136,13 @@ class Page(_Model):
     width: float = Field(gt=0, description="Page width in page coordinates.")
     height: float = Field(gt=0, description="Page height in page coordinates.")
     modality: Modality = Field(default=Modality.TEXT, description="What the page is made of.")
+    ocr_confidence: float | None = Field(
+        default=None,
+        ge=0,
+        le=100,
+        description="How sure OCR was of the page's words, 0-100 (their mean confidence, "
+        "weighted by length); None when the page's own text layer was read.",
+    )
 
 
 class SourceStatus(StrEnum):

@@ -90,6 +90,7 @@ def test_a_scan_is_accepted_processing_then_ready_and_found(
     assert hits and hits[0]["source"]["id"] == source["id"]
     pages = client.get(f"/v1/sources/{source['id']}/text").json()["pages"]
     assert [(p["width"], p["height"], p["modality"]) for p in pages] == [(905, 480, "image")]
+    assert 0 < pages[0]["ocr_confidence"] <= 100
 
 
 def test_the_same_scan_sent_twice_meanwhile_is_one_source(

@@ -194,6 +194,9 @@ def test_a_mixed_pdf_keeps_its_text_page_and_reads_its_scanned_page(
     )
     assert [p.modality for p in document.pages] == [Modality.TEXT, Modality.IMAGE]
     assert document.modality is Modality.MULTIMODAL
+    # The text layer needs no confidence; the scanned sentence is read clearly.
+    typed, scanned = (p.ocr_confidence for p in document.pages)
+    assert typed is None and scanned is not None and 80 < scanned <= 100
     first, second = (document.text[p.span.start : p.span.end] for p in document.pages)
     assert first.strip() == "A typed page about word processors."
     assert "Docling bundles PDF document conversion to JSON and Markdown" in " ".join(

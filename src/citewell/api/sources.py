@@ -197,6 +197,9 @@ class PageObject(WireModel):
     width: float = Field(description="Width in page coordinates (PDF points; pixels for images).")
     height: float
     modality: Modality
+    ocr_confidence: float | None = Field(
+        description="How sure OCR was of the page's words (0-100); null for a text layer."
+    )
 
     @classmethod
     def render(cls, page: Page) -> PageObject:
@@ -207,6 +210,7 @@ class PageObject(WireModel):
             width=page.width,
             height=page.height,
             modality=page.modality,
+            ocr_confidence=None if page.ocr_confidence is None else round(page.ocr_confidence, 1),
         )
 
 

@@ -118,6 +118,7 @@ class _OpenPage:
     height: float
     modality: Modality
     start: int
+    ocr_confidence: float | None
     boxes: list[Sequence[float] | None] = field(default_factory=list)
 
 
@@ -205,10 +206,11 @@ class DocumentBuilder:
         height: float,
         label: str | None = None,
         modality: Modality = Modality.TEXT,
+        ocr_confidence: float | None = None,
     ) -> None:
         if self._page is not None:
             raise RuntimeError("previous page not ended")
-        self._page = _OpenPage(number, label, width, height, modality, self._length)
+        self._page = _OpenPage(number, label, width, height, modality, self._length, ocr_confidence)
 
     def end_page(self) -> None:
         page = self._page
@@ -223,6 +225,7 @@ class DocumentBuilder:
                 width=page.width,
                 height=page.height,
                 modality=page.modality,
+                ocr_confidence=page.ocr_confidence,
             )
         )
         rows = [b if b is not None else _NO_BOX for b in page.boxes]

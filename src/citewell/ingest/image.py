@@ -83,7 +83,13 @@ class ImageParser:
             texts = ocr.read([partial(frames.frame, index) for index in range(frames.count)])
         builder = DocumentBuilder()
         for number, ((width, height), text) in enumerate(zip(sizes, texts, strict=True), start=1):
-            builder.start_page(number, width=width, height=height, modality=Modality.IMAGE)
+            builder.start_page(
+                number,
+                width=width,
+                height=height,
+                modality=Modality.IMAGE,
+                ocr_confidence=text.confidence,
+            )
             add_page_text(builder, text, scale=1.0)
             builder.end_page()
         return builder.build()

@@ -108,6 +108,13 @@ class PageText:
     """Degrees (counter-clockwise) the image was turned to be read upright: 0, 90, 180, 270."""
     languages: str
 
+    @property
+    def confidence(self) -> float | None:
+        """The words' mean confidence weighted by their length; None when nothing was read."""
+        words = [w for p in self.paragraphs for line in p.lines for w in line.words]
+        total = sum(len(w.text) for w in words)
+        return sum(w.confidence * len(w.text) for w in words) / total if total else None
+
 
 class Recogniser:
     """The bounded pool of tesseract workers of one process (see the module docs)."""

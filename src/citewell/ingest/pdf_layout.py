@@ -379,18 +379,19 @@ def layout_document(
     last: tuple[BlockKind, str] | None = None
     first_heading: str | None = None
     for page, prose, rows in zip(pages, prose_pages, page_rows, strict=True):
+        scan = None if rows else scans.get(page.number)
         builder.start_page(
             page.number,
             width=page.width,
             height=page.height,
             label=page.label,
             modality=_modality(page, rows),
+            ocr_confidence=scan.confidence if scan is not None else None,
         )
         page_boxes = _display_boxes(prose) if rows else []
         tables = PageTables(page, _display_boxes(page) if page.tables else [])
         if not rows:
             last = None  # a sentence does not run through a page without text
-            scan = scans.get(page.number)
             if scan is not None:
                 add_page_text(builder, scan, scale=page.width / scan.width)
         for index, paragraph in enumerate(_paragraphs(rows, style)):

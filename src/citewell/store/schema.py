@@ -195,6 +195,13 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         ALTER TABLE answers ADD COLUMN key_id TEXT;
         """,
     ),
+    (
+        "0007_ocr_confidence",
+        """
+        -- How sure OCR was of a page's words (NULL where the text layer was read).
+        ALTER TABLE pages ADD COLUMN ocr_confidence REAL;
+        """,
+    ),
 )
 
 

@@ -342,7 +342,7 @@ class SQLiteStore:
         self, conn: sqlite3.Connection, source_key: int, source_id: str, draft: SourceDraft
     ) -> None:
         conn.executemany(
-            "INSERT INTO pages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO pages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 (
                     source_key,
@@ -354,6 +354,7 @@ class SQLiteStore:
                     page.height,
                     page.modality.value,
                     zlib.compress(np.ascontiguousarray(boxes, dtype=np.float32).tobytes()),
+                    page.ocr_confidence,
                 )
                 for page, boxes in zip(draft.pages, draft.char_boxes, strict=True)
             ),
@@ -549,8 +550,9 @@ class SQLiteStore:
 
     def source_pages(self, source_id: str) -> tuple[Page, ...]:
         rows = self._read(
-            "SELECT p.number, p.label, p.start, p.end, p.width, p.height, p.modality FROM pages p"
-            " JOIN sources s ON s.key = p.source_key WHERE s.id = ? ORDER BY p.number",
+            "SELECT p.number, p.label, p.start, p.end, p.width, p.height, p.modality,"
+            " p.ocr_confidence FROM pages p JOIN sources s ON s.key = p.source_key"
+            " WHERE s.id = ? ORDER BY p.number",
             (source_id,),
         )
         return tuple(
@@ -561,6 +563,7 @@ class SQLiteStore:
                 width=row["width"],
                 height=row["height"],
                 modality=Modality(row["modality"]),
+                ocr_confidence=row["ocr_confidence"],
             )
             for row in rows
         )
