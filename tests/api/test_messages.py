@@ -52,6 +52,16 @@ def ask(client: TestClient, *blocks: Any, question: str, headers: Any = NEW, **b
     return client.post("/v1/messages", json=payload, headers=headers)
 
 
+def ask_agent(client: TestClient, model: str, question: str, *, max_tokens: int) -> Any:
+    """A question alone (no documents) to an agent: it answers from its buckets."""
+    payload = {
+        "model": model,
+        "max_tokens": max_tokens,
+        "messages": [{"role": "user", "content": question}],
+    }
+    return client.post("/v1/messages", json=payload, headers=NEW)
+
+
 def message(response: Response) -> dict[str, Any]:
     assert response.status_code == 200, response.text
     assert response.headers["request-id"].startswith("req_")
@@ -239,16 +249,7 @@ def test_documents_without_citations_are_read_but_never_cited(client: TestClient
 def test_a_question_without_documents_cites_retrieved_sources_as_search_results(
     answering: TestClient,
 ) -> None:
-    body = message(
-        answering.post(
-            "/v1/messages",
-            json={
-                "model": "scripted",
-                "max_tokens": 100,
-                "messages": [{"role": "user", "content": "refunds and warranty?"}],
-            },
-        )
-    )
+    body = message(ask_agent(answering, "scripted", "refunds and warranty?", max_tokens=100))
     citations = cited(body)
     assert len(citations) == 2
     for citation in citations:
@@ -263,32 +264,14 @@ def test_a_question_without_documents_cites_retrieved_sources_as_search_results(
 
 
 def test_hidden_sources_give_plain_text(answering: TestClient) -> None:
-    body = message(
-        answering.post(
-            "/v1/messages",
-            json={
-                "model": "hidden",
-                "max_tokens": 9,
-                "messages": [{"role": "user", "content": "refunds?"}],
-            },
-        )
-    )
+    body = message(ask_agent(answering, "hidden", "refunds?", max_tokens=9))
     assert [set(b) for b in body["content"]] == [{"type", "text"}]
 
 
 def test_an_unsupported_claim_is_a_flagged_block_without_citations(
     answering: TestClient,
 ) -> None:
-    body = message(
-        answering.post(
-            "/v1/messages",
-            json={
-                "model": "wandering",
-                "max_tokens": 50,
-                "messages": [{"role": "user", "content": "How long do refunds take?"}],
-            },
-        )
-    )
+    body = message(ask_agent(answering, "wandering", "How long do refunds take?", max_tokens=50))
     assert [set(b) for b in body["content"]] == [
         {"type", "text", "citations"},
         {"type", "text"},
@@ -302,16 +285,7 @@ def test_an_unsupported_claim_is_a_flagged_block_without_citations(
 
 
 def test_the_refusal_is_a_plain_block(answering: TestClient) -> None:
-    body = message(
-        answering.post(
-            "/v1/messages",
-            json={
-                "model": "declining",
-                "max_tokens": 9,
-                "messages": [{"role": "user", "content": "refunds?"}],
-            },
-        )
-    )
+    body = message(ask_agent(answering, "declining", "refunds?", max_tokens=9))
     assert body["content"] == [
         {"type": "text", "text": "The available sources do not answer this question."}
     ]
