@@ -204,6 +204,7 @@ def test_search_finds_the_passage_with_its_file_and_attributes(
     ]
     assert 0 <= hit["score"] <= 1
     assert hit["source_id"].startswith("src_") and hit["chunk_id"].startswith("chk_")
+    assert client.get(hit["access_url"]).content == REFUNDS  # a signed link to the original
 
 
 def test_search_filters_on_attributes_in_openais_format(client: TestClient, store: str) -> None:

@@ -43,6 +43,7 @@ from citewell.api.deps import (
     WireObject,
 )
 from citewell.api.files import get_files
+from citewell.api.links import access_urls
 from citewell.api.search import BoundedFilter
 from citewell.errors import Conflict, InvalidRequest, NotFound, PermissionDenied
 from citewell.library import FILE_ID_KEY, Library
@@ -56,6 +57,7 @@ from citewell.model import (
     SearchRequest,
     Source,
 )
+from citewell.render.common import AccessUrl
 from citewell.store.files import FileStore
 
 __all__ = ["router"]
@@ -216,9 +218,10 @@ class SearchHit(WireModel):
     source_id: str
     chunk_id: str
     page_number: int | None = Field(description="1-based page the passage starts on.")
+    access_url: str = Field(description="A signed link to the original file (GET /v1/links/…).")
 
     @classmethod
-    def render(cls, passage: Passage) -> SearchHit:
+    def render(cls, passage: Passage, access_url: AccessUrl) -> SearchHit:
         source = passage.source
         return cls(
             file_id=_file_id(source),
@@ -229,6 +232,7 @@ class SearchHit(WireModel):
             source_id=source.id,
             chunk_id=passage.chunk.id,
             page_number=passage.page_number,
+            access_url=access_url(source.id),
         )
 
 
@@ -393,21 +397,26 @@ def delete_vector_store_file(
 # search --------------------------------------------------------------------------------------
 @router.post("/{vector_store_id}/search")
 def search_vector_store(
-    vector_store_id: str, body: VectorStoreSearch, library: LibraryDep, principal: Searching
+    vector_store_id: str,
+    body: VectorStoreSearch,
+    request: Request,
+    library: LibraryDep,
+    principal: Searching,
 ) -> SearchPage:
     """``Library.search`` in the bucket; a list of queries is searched as one, joined."""
     bucket = _bucket(library, vector_store_id, principal)
-    request = SearchRequest(
+    searched = SearchRequest(
         query=body.joined_query(),
         bucket_ids=(bucket.id,),
         filters=body.filters,
         max_results=body.max_num_results,
     )
     threshold = body.ranking_options.score_threshold if body.ranking_options else 0.0
-    passages = library.search(request, principal=principal)
+    passages = library.search(searched, principal=principal)
+    links = access_urls(request, principal, Permission.SEARCH)
     return SearchPage(
         search_query=body.queries(),
-        data=[SearchHit.render(p) for p in passages if p.scores.fused >= threshold],
+        data=[SearchHit.render(p, links) for p in passages if p.scores.fused >= threshold],
     )
 
 
