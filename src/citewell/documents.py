@@ -34,6 +34,7 @@ from citewell.engine import Given
 from citewell.errors import IngestError, InvalidRequest
 from citewell.ingest import parse
 from citewell.ingest.base import Block, BlockKind
+from citewell.ingest.ocr import Ocr
 from citewell.ingest.segment import sentence_spans
 from citewell.ingest.text import split_paragraphs
 from citewell.language import detect_language
@@ -157,9 +158,14 @@ def decode_pdf(data: str, *, param: str) -> bytes:
 
 
 def given_documents(
-    items: Sequence[RequestDocument | RequestSearchResult], *, limits: IngestSettings
+    items: Sequence[RequestDocument | RequestSearchResult],
+    *,
+    limits: IngestSettings,
+    ocr: Ocr | None = None,
 ) -> GivenDocuments:
-    """The passages and pages of a request's documents and search results, in request order."""
+    """The passages and pages of a request's documents and search results, in request order.
+
+    ``ocr`` reads the pages of scanned PDFs (which Anthropic's own API cannot cite)."""
     passages: list[Passage] = []
     pages: dict[str, tuple[Page, ...]] = {}
     citables: dict[str, Citable] = {}
@@ -180,7 +186,7 @@ def given_documents(
             notes.append(f"Search result {item.index}: {item.title or item.source}")
         else:
             source_id = f"src_document_{item.index}"
-            passage, citable, doc_pages = _document(source_id, item, limits)
+            passage, citable, doc_pages = _document(source_id, item, limits, ocr)
             citables[passage.chunk.id] = citable
             if doc_pages:
                 pages[source_id] = doc_pages
@@ -194,7 +200,7 @@ def given_documents(
 
 
 def _document(
-    source_id: str, item: RequestDocument, limits: IngestSettings
+    source_id: str, item: RequestDocument, limits: IngestSettings, ocr: Ocr | None
 ) -> tuple[Passage, Citable, tuple[Page, ...]]:
     name = item.title or f"document {item.index}"
     body = item.body
@@ -219,6 +225,7 @@ def _document(
             filename=item.title or "document.pdf",
             limits=limits,
             media_type="application/pdf",
+            ocr=ocr,
         )
     except IngestError as exc:
         raise InvalidRequest(f"{item.param}: {exc.message}", param=item.param) from None

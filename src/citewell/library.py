@@ -112,6 +112,10 @@ class Library:
         self._background.shutdown(wait=True)
         self.store.close()
 
+    def ocr(self, progress: Progress | None = None) -> Ocr:
+        """OCR for one document, on the process's pool of OCR workers."""
+        return Ocr(self._recogniser, progress)
+
     def __enter__(self) -> Library:
         return self
 
@@ -471,7 +475,7 @@ class Library:
             filename=filename,
             limits=self.settings.ingest,
             media_type=media_type,
-            ocr=Ocr(self._recogniser, progress),
+            ocr=self.ocr(progress),
         )
         sentences = sentence_spans(document.text, document.blocks)
         chunks = chunk_document(document, sentences, max_words=self.settings.ingest.chunk_max_words)

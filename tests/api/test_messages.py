@@ -161,6 +161,26 @@ def test_a_pdf_is_cited_by_page(client: TestClient, pdf: str, pages: dict[int, s
         assert " ".join(citation["cited_text"].split()) in " ".join(on_pages.split())
 
 
+def test_a_scanned_pdf_is_read_by_ocr_and_cited_by_page(
+    client: TestClient, documents: Path
+) -> None:
+    # Anthropic's own API cannot cite a PDF without a text layer; citewell reads it first.
+    scan = (documents / "pdf_scanned" / "docling_ocr_test.pdf").read_bytes()
+    source = {
+        "type": "base64",
+        "media_type": "application/pdf",
+        "data": base64.b64encode(scan).decode(),
+    }
+    document = {"type": "document", "source": source, "citations": {"enabled": True}}
+    body = message(ask(client, document, question="What does Docling bundle?"))
+    [citation] = cited(body)
+    assert citation["type"] == "page_location"
+    assert (citation["start_page_number"], citation["end_page_number"]) == (1, 2)
+    assert " ".join(citation["cited_text"].split()).startswith(
+        "Docling bundles PDF document conversion to JSON and Markdown"
+    )
+
+
 def test_custom_content_is_cited_by_block_and_never_split(client: TestClient) -> None:
     blocks = ["Dragons sleep by day. They hunt at night.", "The storeroom is guarded by dragons."]
     document = {

@@ -210,7 +210,7 @@ async def create_message(
     if reading.items:
         limits = engine.library.settings.ingest
         documents = await anyio.to_thread.run_sync(
-            lambda: given_documents(reading.items, limits=limits)
+            lambda: given_documents(reading.items, limits=limits, ocr=engine.library.ocr())
         )
         given = documents.given
         if documents.notes:
