@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.api.conftest import assert_error
-from tests.api.test_messages import GRASS, NEW, assert_anthropic_error, cited, message
+from tests.api.test_messages import GRASS, NEW, ask, assert_anthropic_error, cited, message
 
 
 def upload(client: TestClient, name: str, data: bytes, kind: str | None = None) -> dict[str, Any]:
@@ -67,18 +67,7 @@ def test_a_text_file_is_cited_by_characters_with_its_file_id(client: TestClient)
         "source": {"type": "file", "file_id": file_id},
         "citations": {"enabled": True},
     }
-    content = [document, {"type": "text", "text": "What color is the sky?"}]
-    body = message(
-        client.post(
-            "/v1/messages",
-            json={
-                "model": "citewell-agent",
-                "max_tokens": 50,
-                "messages": [{"role": "user", "content": content}],
-            },
-            headers=NEW,
-        )
-    )
+    body = message(ask(client, document, question="What color is the sky?"))
     (citation,) = cited(body)
     assert citation["type"] == "char_location" and citation["file_id"] == file_id
     assert GRASS[citation["start_char_index"] : citation["end_char_index"]] == "The sky is blue."
@@ -94,17 +83,7 @@ def test_a_pdf_file_is_cited_by_page(client: TestClient, documents: Path) -> Non
         "title": "History",
         "citations": {"enabled": True},
     }
-    content = [document, {"type": "text", "text": "What did LaTeX gain among academics?"}]
-    body = message(
-        client.post(
-            "/v1/messages",
-            json={
-                "model": "citewell-agent",
-                "max_tokens": 50,
-                "messages": [{"role": "user", "content": content}],
-            },
-        )
-    )
+    body = message(ask(client, document, question="What did LaTeX gain among academics?"))
     first = cited(body)[0]
     assert (first["type"], first["file_id"], first["document_title"]) == (
         "page_location",
@@ -116,15 +95,7 @@ def test_a_pdf_file_is_cited_by_page(client: TestClient, documents: Path) -> Non
 
 def test_an_unknown_file_id_in_a_document_is_not_found(client: TestClient) -> None:
     document = {"type": "document", "source": {"type": "file", "file_id": "file_nope"}}
-    content = [document, {"type": "text", "text": "?"}]
-    response = client.post(
-        "/v1/messages",
-        json={
-            "model": "citewell-agent",
-            "max_tokens": 5,
-            "messages": [{"role": "user", "content": content}],
-        },
-    )
+    response = ask(client, document, question="?")
     assert_anthropic_error(response, 404, "not_found_error")
 
 
