@@ -35,7 +35,7 @@ from citewell.generate.base import (
     TextPiece,
     Turn,
 )
-from citewell.ingest.base import Block, BlockKind, CharBoxes
+from citewell.ingest.base import Block, BlockKind, CharBoxes, CharConfidences
 from citewell.ingest.segment import sentence_spans
 from citewell.language import detect_language
 from citewell.library import Library
@@ -279,14 +279,15 @@ class Engine:
 
 
 class _PageCache:
-    """Pages of cited sources and their character boxes, read once per answer (given sources'
-    pages come with them, without boxes)."""
+    """Pages of cited sources and their characters' boxes and OCR confidences, read once per
+    answer (given sources' pages come with them, without either)."""
 
     def __init__(self, library: Library, given: dict[str, tuple[Page, ...]]) -> None:
         self._library = library
         self._pages = given
         self._given = frozenset(given)
         self._boxes: dict[tuple[str, int], CharBoxes] = {}
+        self._confidences: dict[tuple[str, int], CharConfidences] = {}
 
     def pages(self, source_id: str) -> tuple[Page, ...]:
         if source_id not in self._pages:
@@ -302,6 +303,16 @@ class _PageCache:
                 else self._library.store.char_boxes(source_id, page_number)
             )
         return self._boxes[key]
+
+    def char_confidences(self, source_id: str, page_number: int) -> CharConfidences:
+        key = (source_id, page_number)
+        if key not in self._confidences:
+            self._confidences[key] = (
+                np.empty(0, dtype=np.uint8)
+                if source_id in self._given
+                else self._library.store.char_confidences(source_id, page_number)
+            )
+        return self._confidences[key]
 
 
 @dataclass

@@ -497,6 +497,7 @@ class Library:
             embedder=self.embedder.name,
             pages=document.pages,
             char_boxes=document.char_boxes,
+            char_confidences=document.char_confidences,
             title=document.title,
             language=detect_language(document.text),
             modality=document.modality,

@@ -123,6 +123,13 @@ class PageRegion(_Model):
         min_length=1,
         description="Boxes covering the range's characters on the page, in text order.",
     )
+    ocr_confidence: int | None = Field(
+        default=None,
+        ge=0,
+        le=100,
+        description="How sure OCR was of the least certain word of the range on this page, "
+        "0-100; None where the page's own text layer was read.",
+    )
 
 
 class Page(_Model):

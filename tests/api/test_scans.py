@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pypdfium2
 import pytest
 from fastapi.testclient import TestClient
 
@@ -168,3 +171,50 @@ def test_a_processing_source_is_hidden_from_callers_who_cannot_see_it(
     finally:
         gate.set()
         library.close()
+
+
+def _two_scans(documents: Path) -> bytes:
+    """A PDF of two scanned pages: the Docling notice, then the LinnSequencer leaflet."""
+    merged = pypdfium2.PdfDocument.new()
+    for name in ("docling_ocr_test.pdf", "ocrmypdf_linn.pdf"):
+        merged.import_pages(pypdfium2.PdfDocument(documents / "pdf_scanned" / name))
+    buffer = io.BytesIO()
+    merged.save(buffer)
+    return buffer.getvalue()
+
+
+def test_a_citation_into_a_scan_lands_on_its_page_and_covers_its_ocr_words(
+    client: TestClient, documents: Path
+) -> None:
+    source_id = upload(client, "scans", "scans.pdf", _two_scans(documents)).json()["source"]["id"]
+    assert _until_settled(client, source_id)["status"] == "ready"
+    response = client.post(
+        "/v1/responses",
+        json={
+            "input": "How many polyphonic tracks does each of the 100 sequences contain?",
+            "tools": [{"type": "file_search", "vector_store_ids": ["scans"]}],
+        },
+    )
+    assert response.status_code == 200, response.text
+    annotations = response.json()["output"][-1]["content"][0]["annotations"]
+    citation = next(a for a in annotations if "32 simultaneous, polyphonic" in a["cited_text"])
+    assert (citation["page_number"], [r["page_number"] for r in citation["regions"]]) == (2, [2])
+    [region] = citation["regions"]
+
+    # Every OCR word of the cited range lies inside one of the region's boxes, and the region
+    # reports the least confidence among those words.
+    start, end = citation["cited_start_index"], citation["cited_end_index"]
+    store = client.app.state.library.store  # type: ignore[attr-defined]
+    page = store.source_pages(source_id)[1]
+    rows = slice(start - page.span.start, end - page.span.start)
+    char_boxes = store.char_boxes(source_id, 2)[rows]
+    confidences = store.char_confidences(source_id, 2)[rows]
+    read = ~np.isnan(char_boxes[:, 0])
+    assert read.sum() == sum(not c.isspace() for c in citation["cited_text"])
+    boxes = [(b["x0"], b["y0"], b["x1"], b["y1"]) for b in region["boxes"]]
+    for x0, y0, x1, y1 in char_boxes[read]:
+        assert any(
+            bx0 <= x0 and by0 <= y0 and x1 <= bx1 and y1 <= by1 for bx0, by0, bx1, by1 in boxes
+        )
+    assert region["ocr_confidence"] == int(confidences[read].min())
+    assert 0 < region["ocr_confidence"] <= 100

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from citewell.ingest.base import BlockKind, ParsedDocument
+from citewell.ingest.base import NOT_READ, BlockKind, ParsedDocument
 
 
 class ParserContract:
@@ -57,6 +57,18 @@ class ParserContract:
         for page, boxes in zip(parsed.pages, parsed.char_boxes, strict=False):
             assert boxes.shape == (len(page.span), 4)
             assert boxes.dtype == np.float32
+
+    def test_only_pages_read_by_ocr_have_confidences(self, parsed: ParsedDocument) -> None:
+        """One per character on a page OCR read (0-100, or NOT_READ between words); none on a
+        page whose text came from the file itself."""
+        assert len(parsed.char_confidences) == len(parsed.pages)
+        for page, confidences in zip(parsed.pages, parsed.char_confidences, strict=False):
+            if page.ocr_confidence is None:
+                assert confidences.size == 0
+            else:
+                assert confidences.shape == (len(page.span),)
+                read = confidences[confidences != NOT_READ]
+                assert read.size and (read <= 100).all()
 
     def test_boxes_are_rectangles_on_their_page(self, parsed: ParsedDocument) -> None:
         for page, boxes in zip(parsed.pages, parsed.char_boxes, strict=False):

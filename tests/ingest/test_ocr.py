@@ -17,7 +17,7 @@ from PIL import Image
 from citewell.config import IngestSettings, OcrSettings
 from citewell.errors import ConfigError, FileTooLarge, ParseError
 from citewell.ingest import parse
-from citewell.ingest.base import ParsedDocument
+from citewell.ingest.base import NOT_READ, ParsedDocument
 from citewell.ingest.ocr import Ocr, Recogniser
 from citewell.model import Modality
 from tests.ingest.samples import PageSpec, Run, make_pdf
@@ -105,6 +105,23 @@ def test_a_phrase_s_character_boxes_lie_within_its_ocr_words(
             assert x0 <= row[0] < row[2] <= x1 and y0 <= row[1] < row[3] <= y1
         cursor += len(word.text) + 1
         assert cursor > len(phrase) or np.isnan(boxes[cursor - 1]).all()  # the joining space
+
+
+def test_every_character_keeps_the_confidence_of_its_ocr_word(
+    evaldata: Path, poster: ParsedDocument, recogniser: Recogniser
+) -> None:
+    path = evaldata / "documents" / "images" / "easyocr_english.png"
+    (page_text,) = recogniser.read([lambda: Image.open(path)])
+    (confidences,) = poster.char_confidences
+    assert confidences.shape == (len(poster.text),)
+    text, cursor = poster.text, 0
+    for word in (w for p in page_text.paragraphs for line in p.lines for w in line.words):
+        cursor = text.index(word.text, cursor)
+        expected = min(100, max(0, round(word.confidence)))
+        assert set(confidences[cursor : cursor + len(word.text)].tolist()) == {expected}
+        cursor += len(word.text)
+    joints = [i for i, char in enumerate(text) if char.isspace()]
+    assert set(confidences[joints].tolist()) == {NOT_READ}
 
 
 def test_a_tiff_holds_one_page_per_frame(evaldata: Path, recogniser: Recogniser) -> None:
@@ -197,6 +214,10 @@ def test_a_mixed_pdf_keeps_its_text_page_and_reads_its_scanned_page(
     # The text layer needs no confidence; the scanned sentence is read clearly.
     typed, scanned = (p.ocr_confidence for p in document.pages)
     assert typed is None and scanned is not None and 80 < scanned <= 100
+    assert [c.size for c in document.char_confidences] == [
+        0,
+        document.pages[1].span.end - document.pages[1].span.start,
+    ]
     first, second = (document.text[p.span.start : p.span.end] for p in document.pages)
     assert first.strip() == "A typed page about word processors."
     assert "Docling bundles PDF document conversion to JSON and Markdown" in " ".join(

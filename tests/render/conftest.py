@@ -126,6 +126,7 @@ def region_wire(*, linked: bool) -> dict[str, Any]:
                 "ny1": 0.14078,
             }
         ],
+        "ocr_confidence": None,
         "image_url": link.page("src_policy", 4) if linked else None,
         "highlight_url": link.highlight("src_policy", 4, Span(start=0, end=len(FIRST)))
         if linked

@@ -175,7 +175,11 @@ class Attribution:
             page_label=page.label if page else None,
             support=round(score, 4),
             regions=regions(
-                pages, span, text, lambda number: self._pages.char_boxes(source_id, number)
+                pages,
+                span,
+                text,
+                lambda number: self._pages.char_boxes(source_id, number),
+                lambda number: self._pages.char_confidences(source_id, number),
             ),
         )
 

@@ -10,6 +10,9 @@ baseline, an "x" stops at its x-height), and it lies at most ``_GAP`` line heigh
 boxes on the baseline, and one at a line's end would stretch the box past the last letter.
 
 Coordinates are rounded outwards to ``_DECIMALS`` places, so a box still encloses its characters.
+
+Where OCR read the page, a region also says how sure OCR was of the least certain word in it:
+a reader can tell that a highlight may rest on misread text.
 """
 
 from __future__ import annotations
@@ -18,10 +21,10 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from citewell.ingest.base import CharBoxes
+from citewell.ingest.base import NOT_READ, CharBoxes, CharConfidences
 from citewell.model import Box, Page, PageRegion, Span
 
-__all__ = ["PageBoxes", "line_boxes", "regions"]
+__all__ = ["PageBoxes", "least_confidence", "line_boxes", "regions"]
 
 _GAP = 3.0
 """Widest sideways gap within one line box, in line heights (a word space is about 0.3)."""
@@ -39,20 +42,30 @@ class PageBoxes(Protocol):
         """One row per code point of the page; empty when the page has no boxes."""
         ...
 
+    def char_confidences(self, source_id: str, page_number: int) -> CharConfidences:
+        """One per code point of the page; empty when OCR did not read the page."""
+        ...
+
 
 def regions(
-    pages: Sequence[Page], span: Span, text: str, boxes_of: Callable[[int], CharBoxes]
+    pages: Sequence[Page],
+    span: Span,
+    text: str,
+    boxes_of: Callable[[int], CharBoxes],
+    confidences_of: Callable[[int], CharConfidences] | None = None,
 ) -> tuple[PageRegion, ...]:
     """The boxes of ``span`` (whose text is ``text``) on each page it crosses; ``boxes_of``
-    gives a page's character boxes by page number. Pages where the range has no box are left
-    out."""
+    gives a page's character boxes by page number, ``confidences_of`` its OCR confidences.
+    Pages where the range has no box are left out."""
     found = []
     for page in pages:
         start, end = max(span.start, page.span.start), min(span.end, page.span.end)
         if start >= end:
             continue
-        rows = boxes_of(page.number)[start - page.span.start : end - page.span.start]
-        boxes = line_boxes(text[start - span.start : end - span.start], rows)
+        on_page = slice(start - page.span.start, end - page.span.start)
+        boxes = line_boxes(
+            text[start - span.start : end - span.start], boxes_of(page.number)[on_page]
+        )
         if boxes:
             found.append(
                 PageRegion(
@@ -61,9 +74,21 @@ def regions(
                     page_width=page.width,
                     page_height=page.height,
                     boxes=boxes,
+                    ocr_confidence=(
+                        least_confidence(confidences_of(page.number)[on_page])
+                        if confidences_of
+                        else None
+                    ),
                 )
             )
     return tuple(found)
+
+
+def least_confidence(confidences: CharConfidences) -> int | None:
+    """The confidence of the least certain word among ``confidences``; None when OCR read none
+    of these characters."""
+    read = confidences[confidences != NOT_READ]
+    return int(read.min()) if read.size else None
 
 
 def line_boxes(text: str, boxes: CharBoxes) -> tuple[Box, ...]:

@@ -31,6 +31,8 @@ __all__ = [
     "Parser",
     "ScanParser",
     "CharBoxes",
+    "CharConfidences",
+    "NOT_READ",
 ]
 
 CharBoxes = npt.NDArray[np.float32]
@@ -39,6 +41,15 @@ CharBoxes = npt.NDArray[np.float32]
 Row i belongs to code point ``page.span.start + i``. Characters without a box of their own
 (spaces and line breaks the parser inserted) hold NaN.
 """
+
+CharConfidences = npt.NDArray[np.uint8]
+"""How sure OCR was of the word each of a page's characters belongs to, 0-100, one per code point
+like ``CharBoxes``; ``NOT_READ`` where OCR gave no word (the spaces and line breaks that join
+words). Empty for a page OCR did not read: one byte per character is kept only where it tells
+something.
+"""
+
+NOT_READ = 255
 
 
 class BlockKind(StrEnum):
@@ -69,6 +80,8 @@ class ParsedDocument:
     pages: tuple[Page, ...] = ()
     char_boxes: tuple[CharBoxes, ...] = ()
     """One array per page, aligned with ``pages``; empty for sources without pages."""
+    char_confidences: tuple[CharConfidences, ...] = ()
+    """One array per page, aligned with ``pages`` (see ``CharConfidences``)."""
     title: str | None = None
     modality: Modality = Modality.TEXT
 
@@ -120,6 +133,7 @@ class _OpenPage:
     start: int
     ocr_confidence: float | None
     boxes: list[Sequence[float] | None] = field(default_factory=list)
+    confidences: list[int] = field(default_factory=list)
 
 
 _NO_BOX = (np.nan, np.nan, np.nan, np.nan)
@@ -139,6 +153,7 @@ class DocumentBuilder:
         self._headings: list[tuple[int, str]] = []
         self._pages: list[Page] = []
         self._page_boxes: list[CharBoxes] = []
+        self._page_confidences: list[CharConfidences] = []
         self._page: _OpenPage | None = None
         self._separator = block_separator
         self.title: str | None = None
@@ -154,25 +169,31 @@ class DocumentBuilder:
         *,
         level: int | None = None,
         boxes: Sequence[Sequence[float] | None] | None = None,
+        confidences: Sequence[int] | None = None,
         separator: str | None = None,
     ) -> Block | None:
         """Append one block; returns it, or None if ``text`` is blank.
 
+        ``boxes`` and (for text read by OCR) ``confidences`` have one entry per code point.
         Leading and trailing whitespace is trimmed (with its boxes). A heading closes every open
         heading of the same or a deeper level and opens a new section.
         """
-        if boxes is not None and len(boxes) != len(text):
-            raise ValueError(f"{len(boxes)} boxes for {len(text)} characters")
+        for per_char, what in ((boxes, "boxes"), (confidences, "confidences")):
+            if per_char is not None and len(per_char) != len(text):
+                raise ValueError(f"{len(per_char)} {what} for {len(text)} characters")
         stripped = text.strip()
         if not stripped:
             return None
         lead = len(text) - len(text.lstrip())
-        if boxes is not None:
-            boxes = boxes[lead : lead + len(stripped)]
+        kept = slice(lead, lead + len(stripped))
         if self._blocks:
             self._append(self._separator if separator is None else separator, None)
         start = self._length
-        self._append(stripped, boxes)
+        self._append(
+            stripped,
+            None if boxes is None else boxes[kept],
+            None if confidences is None else confidences[kept],
+        )
         if kind is BlockKind.HEADING:
             depth = level or 1
             while self._headings and self._headings[-1][0] >= depth:
@@ -230,6 +251,8 @@ class DocumentBuilder:
         )
         rows = [b if b is not None else _NO_BOX for b in page.boxes]
         self._page_boxes.append(np.asarray(rows, dtype=np.float32).reshape(len(rows), 4))
+        read = any(c != NOT_READ for c in page.confidences)
+        self._page_confidences.append(np.asarray(page.confidences if read else [], dtype=np.uint8))
         self._page = None
 
     def build(self, modality: Modality | None = None) -> ParsedDocument:
@@ -245,12 +268,21 @@ class DocumentBuilder:
             blocks=tuple(self._blocks),
             pages=tuple(self._pages),
             char_boxes=tuple(self._page_boxes),
+            char_confidences=tuple(self._page_confidences),
             title=self.title,
             modality=modality,
         )
 
-    def _append(self, text: str, boxes: Sequence[Sequence[float] | None] | None) -> None:
+    def _append(
+        self,
+        text: str,
+        boxes: Sequence[Sequence[float] | None] | None,
+        confidences: Sequence[int] | None = None,
+    ) -> None:
         if self._page is not None:
             self._page.boxes.extend(boxes if boxes is not None else [None] * len(text))
+            self._page.confidences.extend(
+                confidences if confidences is not None else [NOT_READ] * len(text)
+            )
         self._parts.append(text)
         self._length += len(text)

@@ -4,12 +4,13 @@ Each paragraph tesseract found becomes a paragraph block, in its reading order. 
 joined by ``\\n`` and its words by a space, except between two CJK characters (tesseract gives
 Chinese characters as separate words; Chinese text has no spaces). Joining spaces and line
 breaks get no box, as in text PDFs; every other character gets its slice of its word's box
-(``ocr.Word.char_boxes``), scaled from pixels to page coordinates. No de-hyphenation.
+(``ocr.Word.char_boxes``), scaled from pixels to page coordinates, and its word's confidence
+(``base.CharConfidences``). No de-hyphenation.
 """
 
 from __future__ import annotations
 
-from citewell.ingest.base import BlockKind, DocumentBuilder
+from citewell.ingest.base import NOT_READ, BlockKind, DocumentBuilder
 from citewell.ingest.ocr import Box, PageText, Paragraph
 from citewell.language import is_cjk
 
@@ -20,22 +21,29 @@ def add_page_text(builder: DocumentBuilder, page: PageText, *, scale: float) -> 
     """Append the paragraphs of ``page`` to the open page of ``builder``; ``scale`` turns
     pixels into page coordinates (1 for images, points per pixel for rendered PDF pages)."""
     for paragraph in page.paragraphs:
-        text, boxes = _paragraph(paragraph, scale)
-        builder.add_block(BlockKind.PARAGRAPH, text, boxes=boxes)
+        text, boxes, confidences = _paragraph(paragraph, scale)
+        builder.add_block(BlockKind.PARAGRAPH, text, boxes=boxes, confidences=confidences)
 
 
-def _paragraph(paragraph: Paragraph, scale: float) -> tuple[str, list[Box | None]]:
+def _paragraph(paragraph: Paragraph, scale: float) -> tuple[str, list[Box | None], list[int]]:
     parts: list[str] = []
     boxes: list[Box | None] = []
+    confidences: list[int] = []
     for line in paragraph.lines:
         for word in line.words:
             if parts:
                 joint = "\n" if word is line.words[0] else _joint(parts[-1], word.text)
                 parts.append(joint)
                 boxes.extend([None] * len(joint))
+                confidences.extend([NOT_READ] * len(joint))
             parts.append(word.text)
             boxes.extend(_scaled(box, scale) for box in word.char_boxes)
-    return "".join(parts), boxes
+            confidences.extend([_percent(word.confidence)] * len(word.text))
+    return "".join(parts), boxes, confidences
+
+
+def _percent(confidence: float) -> int:
+    return min(100, max(0, round(confidence)))
 
 
 def _joint(before: str, after: str) -> str:

@@ -228,6 +228,7 @@ def cited_regions(citation: Citation, links: AccessUrl | None) -> list[dict[str,
             "page_width": round(region.page_width, 2),
             "page_height": round(region.page_height, 2),
             "boxes": [_box(box, region) for box in region.boxes],
+            "ocr_confidence": region.ocr_confidence,
             "image_url": links.page(citation.source_id, region.page_number) if links else None,
             "highlight_url": (
                 links.highlight(citation.source_id, region.page_number, citation.span)

@@ -16,7 +16,7 @@ from typing import Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from citewell.ingest.base import CharBoxes, ChunkDraft
+from citewell.ingest.base import CharBoxes, CharConfidences, ChunkDraft
 from citewell.model import (
     Agent,
     Answer,
@@ -70,6 +70,8 @@ class SourceDraft:
     embedder: str
     pages: tuple[Page, ...] = ()
     char_boxes: tuple[CharBoxes, ...] = ()
+    char_confidences: tuple[CharConfidences, ...] = ()
+    """Aligned with ``pages`` when OCR read any of them, else empty."""
     title: str | None = None
     language: str | None = None
     modality: Modality = Modality.TEXT
@@ -218,6 +220,10 @@ class Store(Protocol):
     def source_pages(self, source_id: str) -> tuple[Page, ...]: ...
 
     def char_boxes(self, source_id: str, page_number: int) -> CharBoxes: ...
+
+    def char_confidences(self, source_id: str, page_number: int) -> CharConfidences:
+        """Empty when OCR did not read the page."""
+        ...
 
     def original(self, source_id: str) -> bytes: ...
 

@@ -202,6 +202,14 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         ALTER TABLE pages ADD COLUMN ocr_confidence REAL;
         """,
     ),
+    (
+        "0008_ocr_word_confidences",
+        """
+        -- How sure OCR was of each word: zlib of uint8, one per code point of the page (255
+        -- between words), NULL where OCR did not read the page.
+        ALTER TABLE pages ADD COLUMN confidences BLOB;
+        """,
+    ),
 )
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from citewell.errors import Conflict, NotFound, StoreError
-from citewell.ingest.base import CharBoxes
+from citewell.ingest.base import CharBoxes, CharConfidences
 from citewell.model import (
     Agent,
     Answer,
@@ -341,8 +341,9 @@ class SQLiteStore:
     def _insert_derived(
         self, conn: sqlite3.Connection, source_key: int, source_id: str, draft: SourceDraft
     ) -> None:
+        confidences = draft.char_confidences or [None] * len(draft.pages)
         conn.executemany(
-            "INSERT INTO pages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO pages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 (
                     source_key,
@@ -355,8 +356,11 @@ class SQLiteStore:
                     page.modality.value,
                     zlib.compress(np.ascontiguousarray(boxes, dtype=np.float32).tobytes()),
                     page.ocr_confidence,
+                    zlib.compress(read.tobytes()) if read is not None and read.size else None,
                 )
-                for page, boxes in zip(draft.pages, draft.char_boxes, strict=True)
+                for page, boxes, read in zip(
+                    draft.pages, draft.char_boxes, confidences, strict=True
+                )
             ),
         )
         conn.executemany(
@@ -577,6 +581,17 @@ class SQLiteStore:
         if not rows:
             raise NotFound(f"no page {page_number} in source '{source_id}'", param="page")
         return np.frombuffer(zlib.decompress(rows[0]["boxes"]), dtype=np.float32).reshape(-1, 4)
+
+    def char_confidences(self, source_id: str, page_number: int) -> CharConfidences:
+        rows = self._read(
+            "SELECT p.confidences FROM pages p JOIN sources s ON s.key = p.source_key"
+            " WHERE s.id = ? AND p.number = ?",
+            (source_id, page_number),
+        )
+        if not rows:
+            raise NotFound(f"no page {page_number} in source '{source_id}'", param="page")
+        stored = rows[0]["confidences"]
+        return np.frombuffer(zlib.decompress(stored) if stored else b"", dtype=np.uint8)
 
     def original(self, source_id: str) -> bytes:
         return self.blobs.get(self.get_source(source_id).content_hash)
