@@ -39,6 +39,7 @@ from citewell.embed.base import Embedder
 from citewell.errors import (
     CitewellError,
     Conflict,
+    IngestError,
     InvalidRequest,
     NotFound,
     ParseError,
@@ -46,7 +47,7 @@ from citewell.errors import (
 )
 from citewell.ingest import detect_media_type, parse, read_limited
 from citewell.ingest.chunk import chunk_document, chunk_text_for_embedding
-from citewell.ingest.jobs import IngestJob, IngestJobs
+from citewell.ingest.jobs import IngestJob, IngestJobs, JobState
 from citewell.ingest.ocr import Ocr, Progress, Recogniser
 from citewell.ingest.segment import sentence_spans
 from citewell.language import detect_language
@@ -334,6 +335,26 @@ class Library:
         self.get_bucket(job.bucket_id, principal=principal)
         return job
 
+    def ingest_jobs(self, bucket: str, *, principal: Principal = LOCAL) -> list[IngestJob]:
+        """The background ingests into a bucket that the caller may see, oldest first: those
+        running, and those that ended lately (``ingest_job``)."""
+        target = self.get_bucket(bucket, principal=principal)
+        return [job for job in self.jobs.in_bucket(target.id) if principal.can_see(job.acl)]
+
+    def forget_job(self, source_id: str, *, principal: Principal = LOCAL) -> None:
+        """Forget a background ingest that ended, so that its failure is no longer reported.
+
+        Raises ``Conflict`` while it runs (it cannot be stopped) and ``NotFound`` as
+        ``ingest_job`` does.
+        """
+        job = self.ingest_job(source_id, principal=principal)
+        if job.state is JobState.PROCESSING:
+            raise Conflict(
+                f"source '{source_id}' is still being read with OCR; it cannot be stopped",
+                param="source_id",
+            )
+        self.jobs.forget(job)
+
     def ingest_path(self, path: Path | str, *, bucket: str, **options: object) -> IngestResult:
         """``ingest`` a file from disk; its size is checked before it is read."""
         path = Path(path)
@@ -353,6 +374,16 @@ class Library:
         if not principal.can_see(source.acl):
             raise NotFound(f"no source '{source_id}'", param="source_id")
         return source
+
+    def jobs_of_file(self, file_id: str, *, principal: Principal = LOCAL) -> list[IngestJob]:
+        """The background ingests of an uploaded file (``metadata[FILE_ID_KEY]``), running and
+        ended, in every bucket the caller sees."""
+        return [
+            job
+            for bucket in self.list_buckets(principal=principal)
+            for job in self.ingest_jobs(bucket.id, principal=principal)
+            if job.metadata.get(FILE_ID_KEY) == file_id
+        ]
 
     def sources_from_file(
         self, file_id: str, *, bucket: str | None = None, principal: Principal = LOCAL
@@ -422,7 +453,7 @@ class Library:
         if not isinstance(error, CitewellError):
             logger.warning("background ingest of %s failed", job.source_id, exc_info=error)
         message = error.message if isinstance(error, CitewellError) else "the ingest failed"
-        self.jobs.finish(job, None, message)
+        self.jobs.finish(job, None, message, unreadable=isinstance(error, IngestError))
 
     def _refuse_taken(self, slug: str, principal: Principal) -> None:
         """Refuse a slug in use before a long import, not after it."""

@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import io
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import pypdfium2
 import pytest
 from fastapi.testclient import TestClient
 
+from citewell.api import create_app
 from citewell.api.deps import get_principal
-from citewell.model import Permission, Principal
+from citewell.config import OcrSettings, Settings
+from citewell.errors import ParseError
+from citewell.ingest.ocr import PageImage, PageText, Recogniser
+from citewell.library import Library
+from citewell.model import Permission, Principal, Source
+from citewell.store.base import SourceDraft
+from citewell.store.sqlite import SQLiteStore
 from tests.api.conftest import assert_error, upload
 
 REFUNDS = b"# Refunds\n\nA refund is paid within thirty days of the request.\n"
@@ -422,3 +436,323 @@ def test_a_file_citewell_cannot_read_is_refused_not_kept_as_failed(
     assert_error(client.post(f"/v1/vector_stores/{store}/files", json={"file_id": broken}), 422)
     assert ok(client.get(f"/v1/vector_stores/{store}/files"))["data"] == []
     assert ok(client.get("/healthz")) == {"status": "ok"}
+
+
+# files read with OCR -------------------------------------------------------------------------
+DOCLING = "Docling bundles PDF document conversion to JSON and Markdown"
+"""The sentence of the scanned page ``pdf_scanned/docling_ocr_test.pdf``."""
+ERASE = "To erase a wrong note, simply hold ERASE"
+"""A sentence of the LinnSequencer leaflet, ``pdf_scanned/ocrmypdf_linn.pdf``."""
+
+
+@dataclass
+class OcrGate:
+    """Pages wait for OCR until the test opens the gate; then the next pages fail, one for each
+    message in ``failures``, and the others are read."""
+
+    opened: threading.Event = field(default_factory=threading.Event)
+    failures: list[str] = field(default_factory=list)
+
+
+@pytest.fixture
+def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[OcrGate]:
+    held = OcrGate()
+    read_page = Recogniser._read_page
+
+    def gated(self: Recogniser, page: PageImage) -> PageText:
+        assert held.opened.wait(timeout=60), "the test never opened the gate"
+        if held.failures:
+            raise ParseError(held.failures.pop(0))
+        return read_page(self, page)
+
+    monkeypatch.setattr(Recogniser, "_read_page", gated)
+    yield held
+    held.opened.set()  # a test that failed early must not leave OCR waiting
+
+
+def scan(documents: Path) -> bytes:
+    """A PDF of one scanned page: one sentence (``DOCLING``)."""
+    return (documents / "pdf_scanned" / "docling_ocr_test.pdf").read_bytes()
+
+
+def two_scans(documents: Path) -> bytes:
+    """A PDF of two scanned pages: ``scan``, then the LinnSequencer leaflet."""
+    merged = pypdfium2.PdfDocument.new()
+    for name in ("docling_ocr_test.pdf", "ocrmypdf_linn.pdf"):
+        merged.import_pages(pypdfium2.PdfDocument(documents / "pdf_scanned" / name))
+    buffer = io.BytesIO()
+    merged.save(buffer)
+    return buffer.getvalue()
+
+
+def settled(client: TestClient, store: str, file_id: str) -> dict[str, Any]:
+    """GET the file until it is no longer in progress (the test does not time it)."""
+    for _ in range(600):
+        file = ok(client.get(f"/v1/vector_stores/{store}/files/{file_id}"))
+        if file["status"] != "in_progress":
+            return file
+        time.sleep(0.1)
+    raise AssertionError(f"{file_id} still in progress")
+
+
+def listed(client: TestClient, store: str, status: str | None = None) -> list[str]:
+    params = {"filter": status} if status else {}
+    files = ok(client.get(f"/v1/vector_stores/{store}/files", params=params))["data"]
+    return [f["id"] for f in files]
+
+
+def counted(client: TestClient, store: str) -> tuple[str, dict[str, int]]:
+    """The vector store's status and file counts."""
+    made = ok(client.get(f"/v1/vector_stores/{store}"))
+    return made["status"], made["file_counts"]
+
+
+def counts(in_progress: int = 0, completed: int = 0, failed: int = 0) -> dict[str, int]:
+    return {
+        "in_progress": in_progress,
+        "completed": completed,
+        "failed": failed,
+        "cancelled": 0,
+        "total": in_progress + completed + failed,
+    }
+
+
+def test_a_scan_is_in_progress_until_stored_then_completed_and_found_on_its_page(
+    client: TestClient, store: str, documents: Path, gate: OcrGate
+) -> None:
+    scans = two_scans(documents)
+    file_id = openai_file(client, "scans.pdf", scans)
+    response = client.post(
+        f"/v1/vector_stores/{store}/files", json={"file_id": file_id, "attributes": {"k": "v"}}
+    )
+    attached = ok(response)
+    assert response.headers["openai-poll-after-ms"] == "200"
+    assert attached == {
+        "id": file_id,
+        "object": "vector_store.file",
+        "created_at": attached["created_at"],
+        "vector_store_id": store,
+        "status": "in_progress",
+        "usage_bytes": 0,
+        "last_error": None,
+        "attributes": {"k": "v"},
+        "chunking_strategy": {"type": "other"},
+        "source_id": attached["source_id"],
+        "filename": "scans.pdf",
+    }
+    # While its pages wait for OCR, the file is listed and counted, and nothing of it is
+    # searched: its source is stored all at once, at the end.
+    assert ok(client.get(f"/v1/vector_stores/{store}/files/{file_id}")) == attached
+    source = ok(client.get(f"/v1/sources/{attached['source_id']}"))
+    assert (source["status"], source["progress"]) == (
+        "processing",
+        {"pages_done": 0, "pages_total": 2},
+    )
+    assert counted(client, store) == ("in_progress", counts(in_progress=1))
+    assert (listed(client, store, "in_progress"), listed(client, store, "completed")) == (
+        [file_id],
+        [],
+    )
+    assert search(client, store, query=ERASE)["data"] == []
+
+    gate.opened.set()
+    done = settled(client, store, file_id)
+    assert done == {
+        **attached,
+        "created_at": done["created_at"],
+        "status": "completed",
+        "usage_bytes": len(scans),
+    }
+    assert counted(client, store) == ("completed", counts(completed=1))
+    assert (listed(client, store, "in_progress"), listed(client, store, "completed")) == (
+        [],
+        [file_id],
+    )
+    for sentence, page_number in ((DOCLING, 1), (ERASE, 2)):
+        hit = search(client, store, query=sentence)["data"][0]
+        assert (hit["file_id"], hit["source_id"], hit["attributes"]) == (
+            file_id,
+            attached["source_id"],
+            {"k": "v"},
+        )
+        assert " ".join(hit["content"][0]["text"].split()).startswith(sentence)
+        assert hit["page_number"] == page_number
+
+
+def test_a_file_in_progress_has_no_content_stays_and_holds_its_bytes(
+    client: TestClient, store: str, documents: Path, gate: OcrGate
+) -> None:
+    file_id = openai_file(client, "scan.pdf", scan(documents))
+    attached = attach(client, store, file_id)
+    assert attached["status"] == "in_progress"
+    assert attach(client, store, file_id) == attached  # the same ingest, not a second one
+    copy = client.post(
+        f"/v1/vector_stores/{store}/files",
+        json={"file_id": openai_file(client, "copy.pdf", scan(documents))},
+    )
+    assert file_id in assert_error(copy, 409, code="conflict")["message"]
+    content = client.get(f"/v1/vector_stores/{store}/files/{file_id}/content")
+    assert assert_error(content, 409, code="conflict")["param"] == "file_id"
+    removed = client.delete(f"/v1/vector_stores/{store}/files/{file_id}")
+    assert "cannot be stopped" in assert_error(removed, 409, code="conflict")["message"]
+    gate.opened.set()
+    assert settled(client, store, file_id)["status"] == "completed"
+    assert listed(client, store) == [file_id]
+
+
+def test_a_file_whose_ocr_fails_is_failed_with_the_reason_until_removed(
+    client: TestClient, store: str, documents: Path, gate: OcrGate
+) -> None:
+    gate.failures.append("scan.pdf: page 1 could not be read")
+    file_id = openai_file(client, "scan.pdf", scan(documents))
+    attached = attach(client, store, file_id)
+    gate.opened.set()
+    failed = settled(client, store, file_id)
+    assert failed == {
+        **attached,
+        "status": "failed",
+        "last_error": {"code": "invalid_file", "message": "scan.pdf: page 1 could not be read"},
+    }
+    assert counted(client, store) == ("completed", counts(failed=1))
+    assert (listed(client, store, "failed"), listed(client, store, "completed")) == (
+        [file_id],
+        [],
+    )
+    assert search(client, store, query=DOCLING)["data"] == []
+    assert_error(client.get(f"/v1/vector_stores/{store}/files/{file_id}/content"), 409)
+
+    assert ok(client.delete(f"/v1/vector_stores/{store}/files/{file_id}"))["deleted"] is True
+    assert_error(client.get(f"/v1/vector_stores/{store}/files/{file_id}"), 404)
+    assert counted(client, store) == ("completed", counts())
+
+
+def test_a_file_the_server_fails_to_store_is_failed_with_a_server_error(
+    client: TestClient, store: str, documents: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: SQLiteStore, draft: SourceDraft) -> Source:
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(SQLiteStore, "add_source", broken)
+    file_id = openai_file(client, "scan.pdf", scan(documents))
+    attach(client, store, file_id)
+    # The file is not to blame, and nothing of the server's failure is shown.
+    assert settled(client, store, file_id)["last_error"] == {
+        "code": "server_error",
+        "message": "the ingest failed",
+    }
+
+
+def test_an_uploaded_file_being_read_cannot_be_deleted_and_a_failed_one_goes_with_it(
+    client: TestClient, store: str, documents: Path, gate: OcrGate
+) -> None:
+    gate.failures.append("scan.pdf: page 1 could not be read")
+    file_id = openai_file(client, "scan.pdf", scan(documents))
+    attach(client, store, file_id)
+    refused = client.delete(f"/v1/files/{file_id}")
+    assert "cannot be stopped" in assert_error(refused, 409, code="conflict")["message"]
+    assert ok(client.get(f"/v1/files/{file_id}"))["id"] == file_id
+    gate.opened.set()
+    assert settled(client, store, file_id)["status"] == "failed"
+    assert ok(client.delete(f"/v1/files/{file_id}"))["deleted"] is True
+    assert_error(client.get(f"/v1/vector_stores/{store}/files/{file_id}"), 404)
+    assert counted(client, store) == ("completed", counts())
+
+
+def test_a_failed_file_attached_again_is_read_again(
+    client: TestClient, store: str, documents: Path, gate: OcrGate
+) -> None:
+    gate.failures.append("scan.pdf: page 1 could not be read")
+    file_id = openai_file(client, "scan.pdf", scan(documents))
+    attach(client, store, file_id)
+    gate.opened.set()
+    assert settled(client, store, file_id)["status"] == "failed"
+    attach(client, store, file_id)
+    again = settled(client, store, file_id)
+    assert (again["status"], again["last_error"]) == ("completed", None)
+    assert counted(client, store) == ("completed", counts(completed=1))
+
+
+def test_a_vector_store_is_in_progress_while_one_of_its_files_is(
+    client: TestClient, documents: Path, gate: OcrGate
+) -> None:
+    scanned = openai_file(client, "scan.pdf", scan(documents))
+    made = vector_store(client, file_ids=[scanned, openai_file(client, "refunds.md", REFUNDS)])
+    assert (made["status"], made["file_counts"]) == (
+        "in_progress",
+        counts(in_progress=1, completed=1),
+    )
+    assert made["usage_bytes"] == len(REFUNDS)  # what is stored so far
+    gate.opened.set()
+    settled(client, made["id"], scanned)
+    assert counted(client, made["id"]) == ("completed", counts(completed=2))
+
+
+def test_a_scan_uploaded_to_the_bucket_is_a_file_under_the_id_its_source_gets(
+    client: TestClient, store: str, documents: Path, gate: OcrGate
+) -> None:
+    uploaded = upload(client, store, "scan.pdf", scan(documents))
+    assert uploaded.status_code == 202
+    source_id = uploaded.json()["source"]["id"]
+    in_progress = ok(client.get(f"/v1/vector_stores/{store}/files/{source_id}"))
+    assert (in_progress["id"], in_progress["source_id"], in_progress["status"]) == (
+        source_id,
+        source_id,
+        "in_progress",
+    )
+    gate.opened.set()
+    done = settled(client, store, source_id)
+    assert (done["id"], done["source_id"], done["status"]) == (source_id, source_id, "completed")
+
+
+def test_a_scan_in_progress_is_hidden_from_callers_who_cannot_see_it(
+    client: TestClient, store: str, documents: Path, gate: OcrGate
+) -> None:
+    uploaded = upload(client, store, "scan.pdf", scan(documents), acl='["hr"]')
+    source_id = uploaded.json()["source"]["id"]
+    assert listed(client, store, "in_progress") == [source_id]
+    outsider = Principal(acl_labels=frozenset({"sales"}))
+    client.app.dependency_overrides[get_principal] = lambda: outsider  # type: ignore[attr-defined]
+    assert listed(client, store) == []
+    assert counted(client, store) == ("completed", counts())
+    assert_error(client.get(f"/v1/vector_stores/{store}/files/{source_id}"), 404)
+
+
+def test_a_file_whose_bytes_another_file_stored_meanwhile_fails(
+    settings: Settings, documents: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another way in (here the library itself, as the CLI would) may store the same bytes
+    while OCR reads the file: the bucket keeps one source per content, so the file fails."""
+    first_read, release = threading.Event(), threading.Event()
+    read_page = Recogniser._read_page
+
+    def first_page_waits(self: Recogniser, page: PageImage) -> PageText:
+        if not first_read.is_set():
+            first_read.set()
+            assert release.wait(timeout=60), "the test never released the first page"
+        return read_page(self, page)
+
+    monkeypatch.setattr(Recogniser, "_read_page", first_page_waits)
+    two_workers = settings.model_copy(update={"ocr": OcrSettings(workers=2)})
+    data = scan(documents)
+    with (
+        Library.open(two_workers) as library,
+        TestClient(create_app(two_workers, library=library)) as client,
+    ):
+        store = vector_store(client)["id"]
+        file_id = openai_file(client, "scan.pdf", data)
+        assert attach(client, store, file_id)["status"] == "in_progress"
+        assert first_read.wait(timeout=60)
+        library.ingest(data, filename="copy.pdf", bucket=store, metadata={"file_id": "file_cli"})
+        release.set()
+        failed = settled(client, store, file_id)
+        assert (failed["status"], failed["last_error"]) == (
+            "failed",
+            {
+                "code": "invalid_file",
+                "message": f"Vector store '{store}' already holds the same bytes as 'file_cli'.",
+            },
+        )
+        assert (listed(client, store, "completed"), listed(client, store, "failed")) == (
+            ["file_cli"],
+            [file_id],
+        )

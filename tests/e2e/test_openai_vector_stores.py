@@ -2,8 +2,8 @@
 
 Like ``test_openai_sdk.py``, this runs with the newest SDK and with openai 1.99.9
 (``.venv-openai1``, ``--noconftest``), so it imports nothing from citewell: the server runs in a
-subprocess (``sdk_harness.running_server``). The document is a real one: a page of the FAA's
-*AMT General Handbook* from the evaluation data.
+subprocess (``sdk_harness.running_server``). The documents are real ones from the evaluation data:
+a page of the FAA's *AMT General Handbook*, and scans read with OCR in the background.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from tests.e2e.sdk_harness import evaldata, http, multi_page_pdf, running_server
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 HANDBOOK = evaldata() / "documents" / "pdf_text" / "amt_handbook_sample.pdf"
+SCAN = evaldata() / "documents" / "pdf_scanned" / "docling_ocr_test.pdf"
+POSTER = evaldata() / "documents" / "images" / "easyocr_english.png"
 QUESTION = "What are the two general types of self-locking nuts?"
 ANSWER = (
     "The two general types of self-locking nuts currently in use are the all-metal type and the"
@@ -174,6 +176,61 @@ def test_deleting_removes_the_file_then_the_store(client: openai.OpenAI) -> None
     assert (gone.id, gone.deleted, gone.object) == (made.id, True, "file")
     with pytest.raises(openai.NotFoundError):
         client.files.retrieve(made.id)
+
+
+@pytest.fixture(scope="module")
+def scanned(client: openai.OpenAI) -> dict[str, Any]:
+    """A vector store holding a scanned PDF and a photographed poster, both read with OCR."""
+    store = client.vector_stores.create(name="Scans")
+    uploaded = client.files.create(file=SCAN, purpose="assistants")
+    scan = client.vector_stores.files.create_and_poll(
+        file_id=uploaded.id, vector_store_id=store.id, attributes={"kind": "scan"}
+    )
+    poster = client.vector_stores.files.upload_and_poll(vector_store_id=store.id, file=POSTER)
+    return {"store": store, "file": uploaded, "scan": scan, "poster": poster}
+
+
+def test_scans_are_completed_once_read_with_ocr(client: openai.OpenAI, scanned: Any) -> None:
+    store, scan, poster = scanned["store"], scanned["scan"], scanned["poster"]
+    assert (scan.id, scan.status, scan.last_error, scan.attributes) == (
+        scanned["file"].id,
+        "completed",
+        None,
+        {"kind": "scan"},
+    )
+    assert (poster.status, poster.last_error, plain(poster)["filename"]) == (
+        "completed",
+        None,
+        "easyocr_english.png",
+    )
+    assert (scan.usage_bytes, poster.usage_bytes) == (SCAN.stat().st_size, POSTER.stat().st_size)
+    counted = client.vector_stores.retrieve(store.id)
+    assert counted.status == "completed"
+    assert plain(counted.file_counts) == {
+        "in_progress": 0,
+        "completed": 2,
+        "failed": 0,
+        "cancelled": 0,
+        "total": 2,
+    }
+    completed = client.vector_stores.files.list(vector_store_id=store.id, filter="completed")
+    assert sorted(f.id for f in completed) == sorted([scan.id, poster.id])
+    assert list(client.vector_stores.files.list(vector_store_id=store.id, filter="failed")) == []
+
+
+@pytest.mark.parametrize(
+    ("query", "key", "text"),
+    [
+        ("What does Docling bundle?", "scan", "Docling bundles PDF document conversion"),
+        ("How to reduce the risk of coronavirus?", "poster", "Reduce your risk of coronavirus"),
+    ],
+)
+def test_scans_are_searched_with_their_page(
+    client: openai.OpenAI, scanned: Any, query: str, key: str, text: str
+) -> None:
+    top = plain(next(iter(client.vector_stores.search(scanned["store"].id, query=query))))
+    assert (top["file_id"], top["page_number"]) == (scanned[key].id, 1)
+    assert " ".join(top["content"][0]["text"].split()).startswith(text)
 
 
 def openai_error(error: openai.APIStatusError) -> dict[str, Any]:

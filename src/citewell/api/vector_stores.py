@@ -16,15 +16,21 @@ ingests the file's bytes as a source whose metadata holds the ``attributes`` and
 ``FILE_ID_KEY``, the file's id: that id names the source on these routes and in search results.
 A source uploaded to the bucket directly is a vector-store file under its own id.
 
-Ingestion is synchronous, so a file is ``completed`` when the call returns; a file citewell
-cannot read is refused with the error (415 ``unsupported_file``, 422 ``invalid_file``) instead of
-being kept as ``failed``, since nothing would be stored to show. What a bucket cannot hold, a
-vector store's metadata, is kept by ``citewell.store.files``.
+Attaching goes through ``Library.submit``, as an upload to the bucket does. A file that needs no
+OCR is stored when the call returns (``completed``). One that needs OCR (a scan, an image) is
+answered ``in_progress`` once OCR starts, and is the library's ingest job until it is stored
+(``completed``) or fails (``failed``, with ``last_error``; nothing of it is stored). Jobs live in
+the server's memory, so a restart forgets the files in progress or failed, as it forgets the
+bucket's own uploads. A file citewell cannot read at all is refused at once with the error (415
+``unsupported_file``, 422 ``invalid_file``). What a bucket cannot hold, a vector store's
+metadata, is kept by ``citewell.store.files``.
 """
 
 from __future__ import annotations
 
 import secrets
+from collections import Counter
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request, Response
@@ -46,10 +52,11 @@ from citewell.api.files import get_files
 from citewell.api.links import access_urls
 from citewell.api.search import BoundedFilter
 from citewell.errors import Conflict, InvalidRequest, NotFound, PermissionDenied
+from citewell.ingest.jobs import IngestJob, JobState
 from citewell.library import FILE_ID_KEY, Library
 from citewell.model import (
     Bucket,
-    IngestOutcome,
+    IngestResult,
     MetadataValue,
     Passage,
     Permission,
@@ -65,7 +72,7 @@ __all__ = ["router"]
 router = APIRouter(prefix="/v1/vector_stores", tags=["vector stores"])
 
 POLL_AFTER_MS = "200"
-"""``openai-poll-after-ms``: how long the SDK's pollers wait; a file is never in progress here."""
+"""``openai-poll-after-ms``: how long the SDK's pollers wait between reads of a file in progress."""
 MAX_QUERY = 4000
 """The longest query searched, all parts of a list of queries together (``SearchRequest``)."""
 
@@ -76,9 +83,11 @@ Attributes = Annotated[dict[AttributeKey, AttributeValue], Field(max_length=16)]
 
 
 class FileCounts(WireModel):
-    in_progress: Literal[0] = 0
+    in_progress: int = Field(description="Files being read with OCR.")
     completed: int = Field(description="Files searched: the bucket's current sources.")
-    failed: Literal[0] = 0
+    failed: int = Field(
+        description="Files whose ingest failed, until removed (the server keeps them in memory)."
+    )
     cancelled: Literal[0] = 0
     total: int
 
@@ -92,8 +101,8 @@ class VectorStoreObject(WireObject):
     name: str
     usage_bytes: int = Field(description="Bytes of the original files of its current sources.")
     file_counts: FileCounts
-    status: Literal["completed"] = Field(
-        default="completed", description="Always 'completed': files are ingested as they come."
+    status: Literal["in_progress", "completed"] = Field(
+        description="'in_progress' while any of its files is, else 'completed'."
     )
     last_active_at: int | None = None
     metadata: dict[str, str]
@@ -139,19 +148,36 @@ class FileAttach(WireModel):
     )
 
 
+class FileError(WireModel):
+    """OpenAI's ``last_error`` of a vector-store file."""
+
+    code: Literal["server_error", "invalid_file"] = Field(
+        description="'invalid_file': the file could not be read (a damaged page), or the vector "
+        "store holds the same bytes under another file; 'server_error': the server failed."
+    )
+    message: str
+
+
 class VectorStoreFileObject(WireObject):
-    """OpenAI's ``VectorStoreFile``, with the source it became."""
+    """OpenAI's ``VectorStoreFile``, with the source it becomes."""
 
     id: str = Field(description="The uploaded file's id; a directly uploaded source's own id.")
     object: Literal["vector_store.file"] = "vector_store.file"
-    created_at: int = Field(description="When the source was ingested, in Unix seconds.")
+    created_at: int = Field(
+        description="When its source was stored, in Unix seconds; until then, when it was sent."
+    )
     vector_store_id: str
-    status: Literal["completed"] = "completed"
-    usage_bytes: int = Field(description="Size of the original file in bytes.")
-    last_error: None = None
+    status: Literal["in_progress", "completed", "failed"] = Field(
+        description="'in_progress' while it is read with OCR; 'failed': nothing of it is stored."
+    )
+    usage_bytes: int = Field(description="Size of the original file in bytes; 0 until stored.")
+    last_error: FileError | None = Field(default=None, description="Why it failed; else null.")
     attributes: dict[str, MetadataValue]
     chunking_strategy: dict[str, str] = Field(default_factory=lambda: {"type": "other"})
-    source_id: str = Field(description="The source version: GET /v1/sources/{source_id}.")
+    source_id: str = Field(
+        description="The source version: GET /v1/sources/{source_id} (while in progress, the "
+        "source it will be, with its OCR progress)."
+    )
     filename: str
 
 
@@ -227,7 +253,7 @@ class SearchHit(WireModel):
             file_id=_file_id(source),
             filename=source.filename,
             score=passage.scores.fused,
-            attributes=_attributes(source),
+            attributes=_attributes(source.metadata),
             content=[TextContent(text=passage.chunk.text)],
             source_id=source.id,
             chunk_id=passage.chunk.id,
@@ -331,11 +357,15 @@ def create_vector_store_file(
     library: LibraryDep,
     principal: Ingesting,
 ) -> VectorStoreFileObject:
-    """Ingest an uploaded file into the bucket; attaching it again returns it unchanged."""
+    """Ingest an uploaded file into the bucket; attaching it again returns it as it stands.
+
+    A file that needs OCR is answered ``in_progress`` once OCR starts (see the module docs)."""
     bucket = _bucket(library, vector_store_id, principal)
-    source = _attach(library, get_files(request), bucket, body.file_id, body.attributes, principal)
+    attached = _attach(
+        library, get_files(request), bucket, body.file_id, body.attributes, principal
+    )
     response.headers["openai-poll-after-ms"] = POLL_AFTER_MS
-    return _render_file(source)
+    return _render(attached)
 
 
 @router.get("/{vector_store_id}/files")
@@ -345,19 +375,12 @@ def list_vector_store_files(
     principal: PrincipalDep,
     status: Annotated[
         Literal["in_progress", "completed", "failed", "cancelled"] | None,
-        Query(alias="filter", description="Only files in this state; every file is 'completed'."),
+        Query(alias="filter", description="Only files in this state (none is 'cancelled')."),
     ] = None,
 ) -> ListObject[VectorStoreFileObject]:
-    """The bucket's current sources, newest first, in one page."""
-    bucket = _bucket(library, vector_store_id, principal)
-    if status not in (None, "completed"):
-        return ListObject[VectorStoreFileObject].of([])
-    sources = sorted(
-        library.list_sources(bucket.id, principal=principal),
-        key=lambda s: (s.created_at, s.id),
-        reverse=True,
-    )
-    return ListObject[VectorStoreFileObject].of([_render_file(s) for s in sources])
+    """The bucket's current sources and the files not stored, newest first, in one page."""
+    files = _files(library, _bucket(library, vector_store_id, principal), principal)
+    return ListObject[VectorStoreFileObject].of([f for f in files if status in (None, f.status)])
 
 
 @router.get("/{vector_store_id}/files/{file_id}")
@@ -371,16 +394,23 @@ def get_vector_store_file(
     """What the SDK's ``poll`` helpers read until the status is no longer ``in_progress``."""
     bucket = _bucket(library, vector_store_id, principal)
     response.headers["openai-poll-after-ms"] = POLL_AFTER_MS
-    return _render_file(_attached(library, bucket, file_id, principal))
+    return _render(_find(library, bucket, file_id, principal))
 
 
 @router.get("/{vector_store_id}/files/{file_id}/content")
 def get_vector_store_file_content(
     vector_store_id: str, file_id: str, library: LibraryDep, principal: Searching
 ) -> FileContentPage:
-    """The canonical text every offset citewell reports indexes."""
-    source = _attached(library, _bucket(library, vector_store_id, principal), file_id, principal)
-    text = library.source_text(source.id, principal=principal)
+    """The canonical text every offset citewell reports indexes; 409 until it is stored."""
+    bucket = _bucket(library, vector_store_id, principal)
+    found = _find(library, bucket, file_id, principal)
+    if isinstance(found, IngestJob):
+        raise Conflict(
+            f"File '{file_id}' in vector store '{bucket.id}' is {_render(found).status}:"
+            " it has no content.",
+            param="file_id",
+        )
+    text = library.source_text(found.id, principal=principal)
     return FileContentPage(data=[TextContent(text=text)])
 
 
@@ -388,9 +418,21 @@ def get_vector_store_file_content(
 def delete_vector_store_file(
     vector_store_id: str, file_id: str, library: LibraryDep, principal: Deleting
 ) -> VectorStoreFileDeleted:
-    """Delete the source; the uploaded file stays."""
-    source = _attached(library, _bucket(library, vector_store_id, principal), file_id, principal)
-    library.delete_source(source.id, principal=principal)
+    """Delete the source, or forget a failed file; the uploaded file stays. A file in progress
+    cannot be removed (409): OCR cannot be stopped."""
+    bucket = _bucket(library, vector_store_id, principal)
+    found = _find(library, bucket, file_id, principal)
+    if isinstance(found, Source):
+        library.delete_source(found.id, principal=principal)
+        return VectorStoreFileDeleted(id=file_id)
+    try:
+        library.forget_job(found.source_id, principal=principal)
+    except Conflict:
+        raise Conflict(
+            f"File '{file_id}' in vector store '{bucket.id}' is in progress and OCR cannot be"
+            " stopped: remove it once it is completed.",
+            param="file_id",
+        ) from None
     return VectorStoreFileDeleted(id=file_id)
 
 
@@ -421,9 +463,11 @@ def search_vector_store(
 
 
 # helpers -------------------------------------------------------------------------------------
-def _file_id(source: Source) -> str:
-    """The id a source has as a vector-store file: the uploaded file's, else its own."""
-    return str(source.metadata.get(FILE_ID_KEY, source.id))
+def _file_id(item: Source | IngestJob) -> str:
+    """The id a source (or the source a job stores) has as a vector-store file: the uploaded
+    file's, else its own."""
+    own = item.id if isinstance(item, Source) else item.source_id
+    return str(item.metadata.get(FILE_ID_KEY, own))
 
 
 def _bucket(library: Library, vector_store_id: str, principal: Principal) -> Bucket:
@@ -435,14 +479,46 @@ def _bucket(library: Library, vector_store_id: str, principal: Principal) -> Buc
         ) from None
 
 
-def _attached(library: Library, bucket: Bucket, file_id: str, principal: Principal) -> Source:
-    """The source a vector-store file id names (an older version of a file included)."""
+def _unstored(library: Library, bucket: Bucket, principal: Principal) -> dict[str, IngestJob]:
+    """The newest background ingest of each file, by file id, unless it stored the file: then
+    the store tells whether the file is there still."""
+    newest = {_file_id(job): job for job in library.ingest_jobs(bucket.id, principal=principal)}
+    return {file_id: job for file_id, job in newest.items() if not _stored(job)}
+
+
+def _stored(job: IngestJob) -> bool:
+    """Whether ``job`` ended storing its file."""
+    result = job.result if job.state is JobState.DONE else None  # ``finish`` sets state last
+    return result is not None and _file_id(result.source) == _file_id(job)
+
+
+def _find(
+    library: Library, bucket: Bucket, file_id: str, principal: Principal
+) -> Source | IngestJob:
+    """The source a vector-store file id names (an older version of a file included), else the
+    newest background ingest of the file, running or failed."""
+    # The jobs before the sources: a job that stores the file in between is then a source.
+    unstored = _unstored(library, bucket, principal).get(file_id)
     for source in library.list_sources(bucket.id, include_superseded=True, principal=principal):
         if _file_id(source) == file_id:
             return source
+    if unstored is not None:
+        return unstored
     raise NotFound(
         f"No file found with id '{file_id[:100]}' in vector store '{bucket.id}'.", param="file_id"
     )
+
+
+def _files(library: Library, bucket: Bucket, principal: Principal) -> list[VectorStoreFileObject]:
+    """The vector store's files, newest first: its current sources, and the files in progress
+    or failed."""
+    unstored = _unstored(library, bucket, principal)  # first, as in ``_find``
+    sources = library.list_sources(bucket.id, principal=principal)
+    stored = {_file_id(s) for s in sources}
+    files = [_render_file(s) for s in sources] + [
+        _render_job(job) for file_id, job in unstored.items() if file_id not in stored
+    ]
+    return sorted(files, key=lambda f: (f.created_at, f.id), reverse=True)
 
 
 def _attach(
@@ -452,28 +528,31 @@ def _attach(
     file_id: str,
     attributes: dict[str, MetadataValue] | None,
     principal: Principal,
-) -> Source:
+) -> Source | IngestJob:
+    """The source the file is stored as, or the job reading it with OCR."""
     if attributes and FILE_ID_KEY in attributes:
         raise InvalidRequest(
             f"The attribute '{FILE_ID_KEY}' is citewell's: it names the uploaded file.",
             param=f"attributes.{FILE_ID_KEY}",
         )
     stored = files.get(file_id, tenant_id=principal.tenant_id)
-    result = library.ingest(
+    submitted = library.submit(
         files.content(file_id, tenant_id=principal.tenant_id),
         filename=stored.filename,
         bucket=bucket.id,
         metadata={**(attributes or {}), FILE_ID_KEY: file_id},
         principal=principal,
     )
-    held = _file_id(result.source)
-    if result.outcome is IngestOutcome.UNCHANGED and held != file_id:
+    attached = submitted.source if isinstance(submitted, IngestResult) else submitted
+    held = _file_id(attached)
+    if held != file_id:
         # One source per content in a bucket: the file would be the same passages twice.
-        raise Conflict(
-            f"Vector store '{bucket.id}' already holds the same bytes as '{held}'.",
-            param="file_id",
-        )
-    return result.source
+        raise Conflict(_held_already(bucket.id, held), param="file_id")
+    return attached
+
+
+def _held_already(bucket_id: str, held: str) -> str:
+    return f"Vector store '{bucket_id}' already holds the same bytes as '{held}'."
 
 
 def _delete_store(library: Library, files: FileStore, bucket: Bucket, principal: Principal) -> None:
@@ -481,22 +560,33 @@ def _delete_store(library: Library, files: FileStore, bucket: Bucket, principal:
     files.delete_vector_store_metadata(bucket.id, tenant_id=principal.tenant_id)
 
 
-def _attributes(source: Source) -> dict[str, MetadataValue]:
-    return {k: v for k, v in source.metadata.items() if k != FILE_ID_KEY}
+def _attributes(metadata: Mapping[str, MetadataValue]) -> dict[str, MetadataValue]:
+    return {k: v for k, v in metadata.items() if k != FILE_ID_KEY}
 
 
 def _render_store(
     library: Library, files: FileStore, bucket: Bucket, principal: Principal
 ) -> VectorStoreObject:
-    sources = library.list_sources(bucket.id, principal=principal)
+    listed = _files(library, bucket, principal)
+    counts = Counter(f.status for f in listed)
     return VectorStoreObject(
         id=bucket.id,
         created_at=int(bucket.created_at.timestamp()),
         name=bucket.name,
-        usage_bytes=sum(s.byte_size for s in sources),
-        file_counts=FileCounts(completed=len(sources), total=len(sources)),
+        usage_bytes=sum(f.usage_bytes for f in listed),
+        file_counts=FileCounts(
+            in_progress=counts["in_progress"],
+            completed=counts["completed"],
+            failed=counts["failed"],
+            total=len(listed),
+        ),
+        status="in_progress" if counts["in_progress"] else "completed",
         metadata=files.vector_store_metadata(bucket.id, tenant_id=principal.tenant_id),
     )
+
+
+def _render(found: Source | IngestJob) -> VectorStoreFileObject:
+    return _render_file(found) if isinstance(found, Source) else _render_job(found)
 
 
 def _render_file(source: Source) -> VectorStoreFileObject:
@@ -504,8 +594,43 @@ def _render_file(source: Source) -> VectorStoreFileObject:
         id=_file_id(source),
         created_at=int(source.created_at.timestamp()),
         vector_store_id=source.bucket_id,
+        status="completed",
         usage_bytes=source.byte_size,
-        attributes=_attributes(source),
+        attributes=_attributes(source.metadata),
         source_id=source.id,
         filename=source.filename,
+    )
+
+
+def _render_job(job: IngestJob) -> VectorStoreFileObject:
+    """A file ingested in the background, as it stands now."""
+    state, result, error = job.state, job.result, job.error  # ``finish`` sets state last
+    if state is JobState.PROCESSING:
+        return _job_file(job, None)
+    if result is None:
+        reason = FileError(
+            code="invalid_file" if job.unreadable else "server_error", message=str(error)
+        )
+        return _job_file(job, reason)
+    held = _file_id(result.source)
+    if held == _file_id(job):
+        return _render_file(result.source)
+    # It found the bytes stored under another file meanwhile (``_attach`` refuses that).
+    return _job_file(
+        job, FileError(code="invalid_file", message=_held_already(job.bucket_id, held))
+    )
+
+
+def _job_file(job: IngestJob, error: FileError | None) -> VectorStoreFileObject:
+    """A file not stored: in progress, or failed with ``error``."""
+    return VectorStoreFileObject(
+        id=_file_id(job),
+        created_at=int(job.created_at.timestamp()),
+        vector_store_id=job.bucket_id,
+        status="in_progress" if error is None else "failed",
+        usage_bytes=0,
+        last_error=error,
+        attributes=_attributes(job.metadata),
+        source_id=job.source_id,
+        filename=job.filename,
     )

@@ -56,6 +56,9 @@ class IngestJob:
     the same bytes meanwhile)."""
     error: str | None = None
     """Why it failed, once ``failed``."""
+    unreadable: bool = False
+    """Whether it failed on the file itself (damaged, too large, unsupported) rather than on
+    the server."""
 
     def progress(self, done: int, total: int) -> None:
         self.pages_done, self.pages_total = done, total
@@ -76,6 +79,20 @@ class IngestJobs:
         with self._lock:
             return self._jobs.get(source_id)
 
+    def in_bucket(self, bucket_id: str) -> list[IngestJob]:
+        """The jobs of a bucket, running and finished, oldest first."""
+        with self._lock:
+            jobs = [job for job in self._jobs.values() if job.bucket_id == bucket_id]
+        return sorted(jobs, key=lambda job: job.created_at)
+
+    def forget(self, job: IngestJob) -> None:
+        """Forget a finished job, as if it had never run."""
+        with self._lock:
+            if job.state is JobState.PROCESSING:
+                # finish() expects to find it still here.
+                raise ValueError(f"job {job.source_id} is still processing")
+            self._jobs.pop(job.source_id, None)
+
     def processing(self, bucket_id: str, content_hash: str) -> IngestJob | None:
         """The job processing these bytes for this bucket, if there is one."""
         with self._lock:
@@ -89,10 +106,17 @@ class IngestJobs:
                 None,
             )
 
-    def finish(self, job: IngestJob, result: IngestResult | None, error: str | None) -> None:
+    def finish(
+        self,
+        job: IngestJob,
+        result: IngestResult | None,
+        error: str | None,
+        *,
+        unreadable: bool = False,
+    ) -> None:
         """Record how ``job`` ended, and forget the oldest finished jobs past the limit."""
         with self._lock:
-            job.result, job.error = result, error
+            job.result, job.error, job.unreadable = result, error, unreadable
             job.state = JobState.DONE if error is None else JobState.FAILED
             self._jobs.move_to_end(job.source_id)
             finished = [k for k, j in self._jobs.items() if j.state is not JobState.PROCESSING]
