@@ -8,12 +8,12 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 OLD_SDKS := openai1 anthropic0 anthropic1
 OLD_SDK_RUN := CITEWELL_SERVER_PYTHON=$(CURDIR)/$(BIN)/python
 
-.PHONY: run test install tesseract lint bench clean llama-wheel llm $(OLD_SDKS)
+.PHONY: run test install tesseract chromium screenshots lint bench clean llama-wheel llm $(OLD_SDKS)
 
 run: install
 	$(BIN)/citewell serve --demo
 
-install: tesseract $(STAMP)
+install: tesseract chromium $(STAMP)
 
 # OCR: Debian's tesseract with the eng, spa and chi_sim models, which tesserocr reads (its wheel
 # bundles libtesseract only). Installed only when missing; the package lists are refreshed only
@@ -25,6 +25,14 @@ tesseract:
 	  export DEBIAN_FRONTEND=noninteractive; \
 	  apt-get install -y -q --no-install-recommends $(TESSERACT_PACKAGES) \
 	  || { apt-get update -q && apt-get install -y -q --no-install-recommends $(TESSERACT_PACKAGES); }; }
+
+# The browser tests: Debian's chromium, driven by Playwright from pip (launched with
+# executable_path; `playwright install` would download a browser, and is never needed).
+chromium:
+	@dpkg -s chromium >/dev/null 2>&1 || { \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -q --no-install-recommends chromium \
+	  || { apt-get update -q && apt-get install -y -q --no-install-recommends chromium; }; }
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -75,6 +83,11 @@ test: install $(if $(wildcard $(WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl)
 	$(OLD_SDK_RUN) .venv-openai1/bin/python -m pytest --noconftest tests/e2e/test_openai_sdk.py tests/e2e/test_openai_vector_stores.py
 	$(OLD_SDK_RUN) .venv-anthropic0/bin/python -m pytest --noconftest tests/e2e/test_anthropic_sdk.py
 	$(OLD_SDK_RUN) .venv-anthropic1/bin/python -m pytest --noconftest tests/e2e/test_anthropic_sdk.py
+
+# Pictures of the browser UI's main states for the docs, taken by the browser tests (which
+# otherwise leave them in tests/artifacts/screenshots).
+screenshots: install
+	CITEWELL_SCREENSHOTS_DIR=$(CURDIR)/docs/screenshots $(BIN)/python -m pytest -q tests/browser
 
 # $(call old_sdk,NAME,PACKAGE,VERSION): a target NAME that makes .venv-NAME hold PACKAGE==VERSION.
 define old_sdk

@@ -8,12 +8,15 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from importlib import resources
 from types import ModuleType
 
 import anyio.to_thread
 from fastapi import Depends, FastAPI
+from fastapi.responses import HTMLResponse
 from fastapi.routing import APIRoute
 from starlette.routing import Match
+from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
 import citewell
@@ -51,6 +54,12 @@ MULTIPART_ALLOWANCE = 256 * 1024
 """Room for multipart framing and form fields on top of the largest file accepted."""
 MAX_MESSAGES_BYTES = 32 * 1024 * 1024
 """Largest body of ``POST /v1/messages`` (Anthropic's limit): it may carry PDFs as base64."""
+UI_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
+"""The browser UI loads nothing from elsewhere and runs no inline script: if a document's text
+ever slipped into its markup, it still could not run."""
 
 
 def create_app(
@@ -116,6 +125,7 @@ def create_app(
         keys,
     ):
         app.include_router(module.router, dependencies=[Depends(get_principal)])
+    _serve_ui(app)
 
     max_file = settings.ingest.max_file_bytes
     upload_limit = Limit(
@@ -158,6 +168,19 @@ def create_app(
 
     app.add_middleware(BodyLimit, limit_for=limit_for)
     return app
+
+
+def _serve_ui(app: FastAPI) -> None:
+    """The browser UI (``citewell/ui``, static files: no build step) at ``/``, its scripts and
+    styles under ``/ui/``. The page needs no key: everything it shows comes from the API, asked
+    with the key the reader signs in with."""
+    page = (resources.files("citewell") / "ui" / "index.html").read_text(encoding="utf-8")
+
+    @app.get("/", include_in_schema=False)
+    def ui() -> HTMLResponse:
+        return HTMLResponse(page, headers={"Content-Security-Policy": UI_POLICY})
+
+    app.mount("/ui", StaticFiles(packages=[("citewell", "ui")]), name="ui")
 
 
 def _route(module: ModuleType, name: str) -> APIRoute:
