@@ -771,7 +771,9 @@ class _AnnouncingServer(uvicorn.Server):
         if self.started:
             host, port = self.config.host, self.servers[0].sockets[0].getsockname()[1]
             shown = f"[{host}]" if ":" in host else host
-            click.echo(f"citewell is serving at http://{shown}:{port}")
+            url = f"http://{shown}:{port}"
+            click.echo(f"citewell is serving at {url}")
+            click.echo(f"open {url}/ in a browser to ask, read and check the sources")
 
 
 @main.command("eval")

@@ -262,8 +262,13 @@ def test_serve_demo_prints_the_url_and_serves_the_demo_bucket(tmp_path: Path) ->
             announced = read_line(process.stdout)
             assert announced.startswith("citewell is serving at http://127.0.0.1:")
             server = Server(process, announced.rsplit(" ", 1)[1], log)
+            ui = f"{server.url}/"
+            assert read_line(process.stdout) == (
+                f"open {ui} in a browser to ask, read and check the sources"
+            )
             with server.client() as client:
                 assert client.get("/healthz").status_code == 200
+                assert "<title>citewell</title>" in client.get(ui).text
                 sources = client.get("/v1/buckets/demo/sources").json()["data"]
                 assert len(sources) == 4
                 found = client.post(
