@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import docx
 import docx.document
+from reportlab.pdfbase.pdfmetrics import stringWidth
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,11 @@ class Run:
     y: float
     size: float = 12
     bold: bool = False
+
+
+def text_width(text: str, size: float = 12, bold: bool = False) -> float:
+    """How wide ``make_pdf`` draws ``text`` (Helvetica's advance widths), in points."""
+    return float(stringWidth(text, "Helvetica-Bold" if bold else "Helvetica", size))
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import median
 
 import numpy as np
@@ -39,7 +39,7 @@ import numpy.typing as npt
 from citewell.ingest.base import BlockKind, CharBoxes, DocumentBuilder, ParsedDocument
 from citewell.ingest.ocr import PageText
 from citewell.ingest.ocr_layout import add_page_text
-from citewell.ingest.pdf_tables import PageTables, Table, without
+from citewell.ingest.pdf_tables import Line, PageTables, Table, find_aligned_tables, without
 from citewell.model import Modality
 
 __all__ = ["PageGlyphs", "has_text_layer", "layout_document", "rotate_boxes"]
@@ -80,7 +80,7 @@ class PageGlyphs:
     baselines: npt.NDArray[np.float32]
     emphasis: npt.NDArray[np.bool_]
     tables: tuple[Table, ...] = ()
-    """Ruled tables on the page; their cells' characters are laid out by ``pdf_tables``."""
+    """Tables on the page; their cells' characters are laid out by ``pdf_tables``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,6 +363,27 @@ def _display_boxes(page: PageGlyphs) -> list[Box | None]:
     return _box_list(rotate_boxes(page.boxes, page.rotation, width, height))
 
 
+def _with_aligned_tables(page: PageGlyphs) -> tuple[PageGlyphs, PageGlyphs, list[_Row]]:
+    """The page with its tables without rulings added, its prose, and the prose's lines."""
+    prose = without(page)
+    rows = _rows(prose)
+    lines = [
+        Line(
+            spans=tuple((piece.start, piece.end) for piece in row.pieces),
+            size=row.size,
+            baseline=row.baseline,
+            listed=_BULLET.match(row.text) is not None,
+        )
+        for row in rows
+    ]
+    aligned = find_aligned_tables(prose, lines)
+    if not aligned:
+        return page, prose, rows
+    page = replace(page, tables=page.tables + aligned)
+    prose = without(page)
+    return page, prose, _rows(prose)
+
+
 def layout_document(
     pages: Sequence[PageGlyphs], *, title: str | None, scans: Mapping[int, PageText] | None = None
 ) -> ParsedDocument:
@@ -372,13 +393,12 @@ def layout_document(
     ``scans`` holds what OCR read on pages without a text layer, by page number.
     """
     scans = scans or {}
-    prose_pages = [without(page) for page in pages]
-    page_rows = [_rows(page) for page in prose_pages]
-    style = _Style.measure([row for rows in page_rows for row in rows])
+    laid = [_with_aligned_tables(page) for page in pages]
+    style = _Style.measure([row for _, _, rows in laid for row in rows])
     builder = DocumentBuilder()
     last: tuple[BlockKind, str] | None = None
     first_heading: str | None = None
-    for page, prose, rows in zip(pages, prose_pages, page_rows, strict=True):
+    for page, prose, rows in laid:
         scan = None if rows else scans.get(page.number)
         builder.start_page(
             page.number,

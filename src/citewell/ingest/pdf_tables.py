@@ -1,20 +1,35 @@
-"""Ruled tables on PDF pages: found from the page's ruling lines, read as one block per row.
+"""Tables on PDF pages, ruled or not: found from ruling lines or aligned columns, one block a row.
 
-A table is found from the straight, axis-parallel segments of the page's path objects (stroked
-lines, and the sides of rectangles, filled or not), read through PDFium as PDFium draws them:
-matrices applied, Form XObjects looked into. pdfplumber's grid algorithm (``merge_edges`` →
-``edges_to_intersections`` → ``intersections_to_cells`` → ``cells_to_tables``, its "lines"
+A ruled table is found from the straight, axis-parallel segments of the page's path objects
+(stroked lines, and the sides of rectangles, filled or not), read through PDFium as PDFium draws
+them: matrices applied, Form XObjects looked into. pdfplumber's grid algorithm (``merge_edges``
+→ ``edges_to_intersections`` → ``intersections_to_cells`` → ``cells_to_tables``, its "lines"
 strategy with its default tolerances) turns those segments into cells. Only that algorithm is
 borrowed: pdfplumber's own reading of the PDF (pdfminer) is never run, so the text and every
 box stay PDFium's, the ruling lines are in the same coordinates as the characters, and a page
 costs one pass over its objects. A page with fewer than three horizontal and three vertical
-rulings is not searched (most pages of prose end here). Tables without rulings are not
-detected: aligning columns of text is not reliable enough to tell a table from a form or a
-two-column layout.
+rulings is not searched for them (most pages of prose end here).
+
+A table without rulings (borderless, or with horizontal rules only, as booktabs draws them) is
+found in the visual lines ``pdf_layout`` groups, once ruled tables are out of the page
+(``find_aligned_tables``). A line is cut into cells wherever two glyphs are at least 0.9 of its
+font size apart (a word space is about 0.3, and stretched justified spaces stayed under 0.6 in
+the PDFs measured). A table is a run of consecutive lines, each cut into the same number of
+cells, at least three, no more than 2.5 font sizes apart; between each pair of columns there is
+a gutter at least as wide free in every line, and the cells of each column below the header are
+aligned left, right or on their centre. A false table scrambles the prose it takes, so the run
+must also read as a header over values: the first line's cells all hold a letter and none ends
+with a colon (a form's labels do); some column holds only numbers (a dash may stand for one)
+under a header without digits (a form's first line holds values, "1 May 2024"); cells hold 2.5
+words on average at most (a line of a column of prose holds more); and no line starts a list
+item. So these stay prose: tables of text only, two-column tables, tables whose header holds a
+number (a year) or leaves a cell empty, and decimal-aligned columns; a row with an empty cell,
+or a cell wrapped on two lines, ends the table above it.
 
 A table has at least two rows and two columns; its first row is its header, and each body row
 reads as ``tables.format_row`` writes it ("Plan: Basic; Price: 10 €"). A character belongs to
-the cell its box's centre falls in; a cell's words (split where PDFium's order breaks or at
+the cell its box's centre falls in (the cells of a table without rulings part at the middle of
+its gutters and between its lines); a cell's words (split where PDFium's order breaks or at
 spaces) are joined by one space. The labels, separators and spaces added have no box; every
 other character keeps its own. Characters in a cell are taken out of the prose (``without``),
 and the table's rows are placed before the first paragraph below its top that overlaps it
@@ -25,9 +40,10 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from itertools import groupby
+from itertools import groupby, pairwise
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -48,23 +64,37 @@ from citewell.ingest.tables import PAIR_SEPARATOR, collapse, labelled
 if TYPE_CHECKING:
     from citewell.ingest.pdf_layout import PageGlyphs
 
-__all__ = ["PageTables", "Table", "find_tables", "without"]
+__all__ = ["Line", "PageTables", "Table", "find_aligned_tables", "find_tables", "without"]
 
 MIN_RULINGS = 3  # per direction: two rows (or columns) need three lines
 MAX_SEGMENTS = 5000  # a page drawing more is a figure or a map, not searched for tables
 ALIGNED = 0.5  # points a segment may lean and still count as horizontal or vertical
+
+# Tables without rulings; lengths are in font sizes of the line.
+GUTTER = 0.9  # narrower is a word space; table cells are two paddings apart (12 pt is usual)
+MIN_COLUMNS = 3  # two columns of short text are as often a form or a list of pairs
+MIN_BODY_ROWS = 2
+ROW_STEP = 2.5  # rows further apart (baseline to baseline) are not one table
+SIZE_CHANGE = 0.15  # rows of one table share their font size
+ALIGN = 0.25  # how far the edges of a column's cells may stray and still be aligned
+MAX_MEAN_WORDS = 2.5  # a line of a column of prose holds more, however narrow the column
+EDGE = 0.5  # points: a glyph at the table's edge stays inside, even with a box of no size
 
 Box = tuple[float, float, float, float]
 Matrix = tuple[float, float, float, float, float, float]
 Edge = dict[str, Any]  # pdfplumber's edge objects are plain dicts
 
 _IDENTITY: Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
+_LETTER = re.compile(r"[^\W\d_]")
+_DIGIT = re.compile(r"\d")
+_NUMBER = re.compile(r"[-+−±(]?[$€£¥]?\s?\d[\d.,\s]*(?:%|‰|[$€£¥])?\)?")
+_PLACEHOLDERS = frozenset({"-", "–", "—", "−"})  # a missing value in a column of numbers
 _SETTINGS = TableSettings.resolve(None)
 
 
 @dataclass(frozen=True, slots=True)
 class Table:
-    """A ruled table in text space (top-left origin of the unrotated page, PDF points)."""
+    """A table in text space (top-left origin of the unrotated page, PDF points)."""
 
     bbox: Box
     rows: tuple[tuple[Box | None, ...], ...]
@@ -215,6 +245,171 @@ def _then(inner: Matrix, outer: Matrix) -> Matrix:
         e * oa + f * oc + oe,
         e * ob + f * od + of,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """A visual line of a page as ``pdf_layout`` groups them, for ``find_aligned_tables``."""
+
+    spans: tuple[tuple[int, int], ...]
+    """Ranges of the page's text the line is made of, left to right."""
+    size: float
+    baseline: float
+    listed: bool
+    """Whether the line starts a list item (a bullet or a list number)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Cell:
+    x0: float
+    x1: float
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Split:
+    """A line cut into cells at its wide gaps, with the vertical extent of its glyphs' centres."""
+
+    line: Line
+    cells: tuple[_Cell, ...]
+    top: float
+    bottom: float
+    centres: tuple[float, float]
+
+
+def find_aligned_tables(page: PageGlyphs, lines: Sequence[Line]) -> tuple[Table, ...]:
+    """The tables without rulings among the ``lines`` of ``page`` (see the module docs)."""
+    return tuple(_aligned_table(run) for run in _runs(page, lines) if _is_table(run))
+
+
+def _runs(page: PageGlyphs, lines: Sequence[Line]) -> Iterator[list[_Split]]:
+    """Maximal runs of consecutive lines whose cells keep to the same columns."""
+    text = page.text
+    visible = np.fromiter((not c.isspace() for c in text), dtype=np.bool_, count=len(text))
+    glyph = visible & ~np.isnan(page.boxes[:, 0])
+    run: list[_Split] = []
+    for line in lines:
+        split = _split(page, glyph, line)
+        if split is not None and run and _extends(run, split):
+            run.append(split)
+            continue
+        yield run
+        run = [] if split is None else [split]
+    yield run
+
+
+def _split(page: PageGlyphs, glyph: npt.NDArray[np.bool_], line: Line) -> _Split | None:
+    """``line`` cut at its gutters; None for a list item or a line of fewer than three cells."""
+    if line.listed:
+        return None
+    indices = np.concatenate([s + np.flatnonzero(glyph[s:e]) for s, e in line.spans])
+    boxes = page.boxes[indices]
+    reach = np.maximum.accumulate(boxes[:, 2])  # a glyph may overhang the next (kerning)
+    cuts = (np.flatnonzero(boxes[1:, 0] - reach[:-1] >= GUTTER * line.size) + 1).tolist()
+    if len(cuts) < MIN_COLUMNS - 1:
+        return None
+    cells = tuple(
+        _Cell(
+            x0=float(boxes[a:b, 0].min()),
+            x1=float(boxes[a:b, 2].max()),
+            text=collapse(page.text[indices[a] : indices[b - 1] + 1]),
+        )
+        for a, b in zip([0, *cuts], [*cuts, len(indices)], strict=True)
+    )
+    centres = (boxes[:, 1] + boxes[:, 3]) / 2
+    return _Split(
+        line,
+        cells,
+        top=float(boxes[:, 1].min()),
+        bottom=float(boxes[:, 3].max()),
+        centres=(float(centres.min()), float(centres.max())),
+    )
+
+
+def _extends(run: Sequence[_Split], split: _Split) -> bool:
+    """Whether ``split`` can be the next row of the table ``run`` begins."""
+    last = run[-1].line
+    size = max(last.size, split.line.size)
+    return (
+        len(split.cells) == len(run[0].cells)
+        and abs(split.line.size - last.size) <= SIZE_CHANGE * size
+        and 0 < split.line.baseline - last.baseline <= ROW_STEP * size
+        and run[-1].centres[1] < split.centres[0]
+        and _columns_hold([*run, split], size)
+    )
+
+
+def _columns_hold(rows: Sequence[_Split], size: float) -> bool:
+    """Whether a gutter free in every row parts each pair of columns, and the body is aligned.
+
+    The header may be aligned otherwise (centred over right-aligned numbers, say).
+    """
+    bands = _bands(rows)
+    gutters = all(right + GUTTER * size <= left for (_, right), (left, _) in pairwise(bands))
+    return gutters and all(
+        _aligned([row.cells[column] for row in rows[1:]], ALIGN * size)
+        for column in range(len(bands))
+    )
+
+
+def _bands(rows: Sequence[_Split]) -> list[tuple[float, float]]:
+    """Each column's extent over ``rows``."""
+    return [
+        (min(cell.x0 for cell in column), max(cell.x1 for cell in column))
+        for column in zip(*(row.cells for row in rows), strict=True)
+    ]
+
+
+def _aligned(cells: Sequence[_Cell], tolerance: float) -> bool:
+    """Whether the cells share their left edge, their right edge or their centre."""
+    lefts, rights = [cell.x0 for cell in cells], [cell.x1 for cell in cells]
+    centres = [(cell.x0 + cell.x1) / 2 for cell in cells]
+    return any(max(xs) - min(xs) <= tolerance for xs in (lefts, rights, centres))
+
+
+def _is_table(run: Sequence[_Split]) -> bool:
+    """Whether an aligned ``run`` reads as a header of words above rows of short values."""
+    if len(run) < 1 + MIN_BODY_ROWS:
+        return False
+    header, body = run[0].cells, [row.cells for row in run[1:]]
+    words = [len(cell.text.split()) for row in run for cell in row.cells]
+    return (
+        all(_LETTER.search(cell.text) and not cell.text.endswith(":") for cell in header)
+        and sum(words) <= MAX_MEAN_WORDS * len(words)
+        and _numeric_column(header, body)
+    )
+
+
+def _numeric_column(header: Sequence[_Cell], body: Sequence[Sequence[_Cell]]) -> bool:
+    """Whether a column holds numbers only (a dash may stand for one) under a header of words.
+
+    A header with a digit ("1 May 2024") may be a value itself: a form's first line, say.
+    """
+    return any(
+        not _DIGIT.search(top.text)
+        and all(_NUMBER.fullmatch(cell.text) or cell.text in _PLACEHOLDERS for cell in column)
+        and any(_NUMBER.fullmatch(cell.text) for cell in column)
+        for top, *column in zip(header, *body, strict=True)
+    )
+
+
+def _aligned_table(run: Sequence[_Split]) -> Table:
+    """Cells parted at the middle of the gutters and between the rows' glyphs."""
+    bands = _bands(run)
+    xs = [
+        bands[0][0] - EDGE,
+        *((right + left) / 2 for (_, right), (left, _) in pairwise(bands)),
+        bands[-1][1] + EDGE,
+    ]
+    ys = [
+        run[0].top - EDGE,
+        *((above.centres[1] + below.centres[0]) / 2 for above, below in pairwise(run)),
+        run[-1].bottom + EDGE,
+    ]
+    rows = tuple(
+        tuple((x0, top, x1, bottom) for x0, x1 in pairwise(xs)) for top, bottom in pairwise(ys)
+    )
+    return Table((xs[0], ys[0], xs[-1], ys[-1]), rows)
 
 
 def _cell_mask(page: PageGlyphs, cell: Box) -> npt.NDArray[np.bool_]:
