@@ -9,6 +9,11 @@ page (linn.pdf, skew.pdf, each page of cardinal.pdf, images/ocrmypdf_linn.png), 
 the data README gives for docling_ocr_test.pdf. The EasyOCR images have no reference text:
 what was read is printed instead.
 
+Tilt: CER of the LinnSequencer page tilted — skew.pdf, and images/ocrmypdf_linn.png turned a
+few degrees (counter-clockwise for positive angles, by PIL, padded white) — read as citewell
+reads it (turned level first, "tilt found" being the turn that levels it) and read as given
+(``MIN_SKEW`` set out of reach, which is how citewell read every page before).
+
 Throughput: documents parsed through ``citewell.ingest.parse`` (PDF pages rendered at the
 default 300 dpi, OSD, recognition, layout), wall time over all pages, with 1 and 2 OCR workers in
 the same run; text PDFs (no OCR) for comparison.
@@ -18,18 +23,23 @@ the same run; text PDFs (no OCR) for comparison.
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
+from unittest.mock import patch
 
 import numpy as np
+import pypdfium2
+from PIL import Image
 
 from citewell.config import IngestSettings, OcrSettings
-from citewell.ingest import parse
+from citewell.ingest import ocr, parse
 from citewell.ingest.base import ParsedDocument
-from citewell.ingest.ocr import Ocr, Recogniser
+from citewell.ingest.ocr import Ocr, PageText, Recogniser
 from common import evaldata_dir, machine, reproduce_line, table
 
 LIMITS = IngestSettings()
+TILTS = (-8.0, -5.0, -2.0, -1.0, -0.5, 0.5, 1.0, 2.0, 5.0, 8.0)
 DOCLING_SENTENCE = (
     "Docling bundles PDF document conversion to JSON and Markdown in an easy self contained package"
 )
@@ -94,6 +104,36 @@ def accuracy(documents: Path, recogniser: Recogniser) -> None:
         print(f"{name} (no reference): {normalise(document.text)!r}")
 
 
+def tilt(documents: Path, recogniser: Recogniser) -> None:
+    linn = (documents / "pdf_scanned" / "ocrmypdf_linn.groundtruth.txt").read_text()
+    pdf = pypdfium2.PdfDocument(documents / "pdf_scanned" / "ocrmypdf_skew.pdf")
+    skewed = pdf[0].render(scale=300 / 72, grayscale=True).to_pil().copy()  # as ingest does
+    pages = [("pdf_scanned/ocrmypdf_skew.pdf", skewed)]
+    with Image.open(documents / "images" / "ocrmypdf_linn.png") as image:
+        upright = image.convert("L")
+    for degrees in TILTS:
+        turned = upright.rotate(degrees, Image.Resampling.BICUBIC, expand=True, fillcolor=255)
+        pages.append((f"images/ocrmypdf_linn.png turned {degrees:+g}°", turned))
+    rows = []
+    for label, page in pages:
+        level = _read(recogniser, page)
+        with patch.object(ocr, "MIN_SKEW", math.inf):
+            as_given = _read(recogniser, page)
+        rows.append(
+            (label, f"{level.skew:+.2f}", cer(_words(level), linn), cer(_words(as_given), linn))
+        )
+    print(table(rows, ("page", "tilt found (°)", "CER level", "CER as given")))
+
+
+def _read(recogniser: Recogniser, image: Image.Image) -> PageText:
+    (page,) = recogniser.read([lambda: image])
+    return page
+
+
+def _words(page: PageText) -> str:
+    return " ".join(w.text for p in page.paragraphs for line in p.lines for w in line.words)
+
+
 def _pages_per_second(paths: list[Path], recogniser: Recogniser | None) -> tuple[int, float]:
     ocr = Ocr(recogniser) if recogniser is not None else None
     started = time.perf_counter()
@@ -137,6 +177,8 @@ def main() -> None:
     recogniser = Recogniser(OcrSettings(workers=2))
     try:
         accuracy(documents, recogniser)
+        print()
+        tilt(documents, recogniser)
     finally:
         recogniser.close()
     print()
