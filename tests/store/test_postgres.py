@@ -15,6 +15,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from pgvector.psycopg import register_vector
+from psycopg import sql
 
 from citewell.model import Principal
 from citewell.store import postgres_schema
@@ -276,5 +278,43 @@ def test_a_process_killed_mid_write_leaves_no_half_visible_source(
         # And the store takes the new version again.
         store.add_source(draft(bucket, "doc-1.txt", "Document 2 again."))
         assert [s.version for s in store.list_sources(bucket)] == [1, 2]
+    finally:
+        store.close()
+
+
+def _dense_plan(store: PostgresStore, url: str, scope: Scope) -> str:
+    """The plan of a dense search, steered as the store steers it."""
+    search = store._search(scope, vector=vector_for("x"))
+    query = sql.SQL("EXPLAIN WITH {}, {} SELECT id FROM dense").format(
+        search.allowed, search.dense(5)
+    )
+    with psycopg.connect(url) as conn:
+        register_vector(conn)
+        conn.execute(search.steer(store._exact_below), search.params)
+        return "\n".join(row[0] for row in conn.execute(query, search.params, prepare=False))
+
+
+@pytest.mark.parametrize("exact_below", [0, 10_000])
+def test_dense_search_is_exact_below_a_scope_size_and_walks_the_index_from_it(
+    database_url: str, tmp_path: Path, exact_below: int
+) -> None:
+    store = open_store(database_url, tmp_path, exact_below=exact_below)
+    try:
+        bucket = store.create_bucket("many", tenant_id="default").id
+        lines = [f"Line {i} of the handbook." for i in range(60)]
+        for n in range(6):  # every other file is for HR only
+            text = "\n".join(lines[n * 10 : (n + 1) * 10])
+            store.add_source(
+                draft(bucket, f"{n}.txt", text, acl=frozenset({"hr"} if n % 2 else ()))
+            )
+        outsider = Scope(principal=Principal(), bucket_ids=(bucket,))
+        plan = _dense_plan(store, database_url, outsider)
+        assert ("vectors_hnsw" in plan) == (exact_below == 0)
+        visible = [line for n in (0, 2, 4) for line in lines[n * 10 : (n + 1) * 10]]
+        for line in (lines[3], lines[13]):  # a visible line, and a hidden one
+            hits = store.search_dense(vector_for(line), outsider, limit=5)
+            chunks = store.get_chunks([h.chunk_id for h in hits])
+            expected = sorted(visible, key=lambda v: -float(vector_for(v) @ vector_for(line)))
+            assert [chunks[h.chunk_id].text for h in hits] == expected[:5]
     finally:
         store.close()

@@ -41,6 +41,7 @@ def _postgres(settings: Settings, embedder: str, dim: int) -> Store:
         dim=dim,
         connections=settings.postgres.connections,
         ef_search=settings.postgres.ef_search,
+        exact_below=settings.postgres.exact_below,
         trace_retention_days=settings.privacy.trace_retention_days,
         answer_retention_days=settings.privacy.answer_retention_days,
     )

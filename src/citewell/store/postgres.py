@@ -92,7 +92,8 @@ class PostgresStore:
     """A Store in a PostgreSQL database (with pgvector), originals in ``folder/blobs``.
 
     ``connections``: most connections this process opens; ``ef_search``: HNSW's candidate list,
-    the recall of dense search against its speed.
+    the recall of dense search against its speed; ``exact_below``: scopes of fewer chunks are
+    searched exactly, larger ones through the HNSW index.
     """
 
     def __init__(
@@ -104,6 +105,7 @@ class PostgresStore:
         dim: int,
         connections: int = 8,
         ef_search: int = 100,
+        exact_below: int = 2000,
         trace_retention_days: int = 30,
         answer_retention_days: int = 30,
     ) -> None:
@@ -116,6 +118,7 @@ class PostgresStore:
         self.blobs = BlobStore(folder / "blobs")
         self.blobs.sweep_temporary()
         self._ef_search = ef_search
+        self._exact_below = exact_below
         with _store_errors(), psycopg.connect(url, autocommit=True) as conn:
             migrate(conn)
             self._ensure_vector_index(conn)
@@ -163,9 +166,19 @@ class PostgresStore:
         with _store_errors(), self._pool.connection() as conn, conn.transaction():
             yield conn
 
-    def _read(self, query: sql.Composed | LiteralString, params: Any = ()) -> list[DictRow]:
+    def _read(
+        self, query: sql.Composed | LiteralString, params: Any = (), *, search: Search | None = None
+    ) -> list[DictRow]:
+        """The rows of one statement. A dense search is first steered (``Search.steer``), in the
+        same transaction and the same network round trip (a pipeline)."""
         with _store_errors(), self._pool.connection() as conn:
-            return conn.execute(query, params).fetchall()
+            if search is None:
+                return conn.execute(query, params).fetchall()
+            with conn.pipeline(), conn.transaction():
+                # Not prepared: a plan kept from an earlier statement would ignore the steering.
+                conn.execute(search.steer(self._exact_below), params, prepare=False)
+                cursor = conn.execute(query, params, prepare=False)
+            return cursor.fetchall()
 
     def close(self) -> None:
         self._pool.close()
@@ -576,10 +589,11 @@ class PostgresStore:
         if limit <= 0 or search.nothing_allowed:
             return []
         rows = self._read(
-            sql.SQL("WITH {}, {} SELECT id, score FROM dense").format(
-                search.allowed, search.dense(limit)
-            ),
+            sql.SQL(
+                'WITH {}, {} SELECT id, score FROM dense ORDER BY distance, id COLLATE "C"'
+            ).format(search.allowed, search.dense(limit)),
             search.params,
+            search=search,
         )
         return [ChunkHit(row["id"], row["score"]) for row in rows]
 
@@ -600,7 +614,7 @@ class PostgresStore:
                     dense_rank=row["dense_rank"],
                 ),
             )
-            for row in self._read(search.hybrid(fusion, limit), search.params)
+            for row in self._read(search.hybrid(fusion, limit), search.params, search=search)
         ]
 
     def _search(self, scope: Scope, *, query: str = "", vector: Vectors | None = None) -> Search:

@@ -96,7 +96,8 @@ class Search:
             condition, filter_params = compile_filter(scope.filters, POSTGRES)
             conditions.append(f"({self._named(condition, filter_params)})")
         self.allowed = sql.SQL(
-            "allowed AS (SELECT s.key FROM sources s JOIN buckets b ON b.key = s.bucket_key"
+            "allowed AS (SELECT s.key, s.chunk_count FROM sources s"
+            " JOIN buckets b ON b.key = s.bucket_key"
             f" WHERE {' AND '.join(conditions)})"
         )
 
@@ -128,16 +129,34 @@ class Search:
             ' GROUP BY c.id ORDER BY score DESC, c.id COLLATE "C" LIMIT %(lexical_limit)s)'
         ).format(k1_1=sql.Literal(_K1 + 1), k1=sql.Literal(_K1), b=sql.Literal(_B))
 
+    def steer(self, exact_below: int) -> sql.Composed:
+        """A statement that, for the rest of the transaction, lets dense search scan exactly
+        (sorting every allowed chunk's distance) only when the scope holds fewer than
+        ``exact_below`` chunks, and otherwise makes it walk the HNSW graph.
+
+        The planner cannot tell on its own: it cannot estimate how many chunks a scope (ACL
+        labels, filters) allows. An exact scan is exact, and fast for small scopes; a filtered
+        graph walk (iterative, in strict order) stays fast for large ones but slows down as the
+        scope narrows (bench/postgres.py).
+        """
+        self.params["exact_below"] = exact_below
+        return sql.SQL(
+            "WITH {} SELECT set_config('enable_sort', CASE WHEN coalesce(sum(chunk_count), 0)"
+            " >= %(exact_below)s THEN 'off' ELSE 'on' END, true) FROM allowed"
+        ).format(self.allowed)
+
     def dense(self, limit: int) -> sql.Composed:
-        """CTEs ending in ``dense (id, distance, score)``: nearest first, at most ``limit``."""
+        """CTEs ending in ``dense (id, distance, score)``: the nearest, at most ``limit``, in no
+        order (ties at the limit fall either way)."""
         self.params["dense_limit"] = limit
-        # The expression and the embedder as the HNSW index has them, so the planner can use it.
+        # The expression and the embedder as the HNSW index has them, so the planner can use it;
+        # ordered by distance alone, which the index scan gives.
         return sql.SQL(
             "dense AS (SELECT id, distance, 1 - distance AS score FROM"
             " (SELECT c.id, v.vector::vector({dim}) <=> %(vector)s::vector({dim}) AS distance"
             " FROM vectors v JOIN chunks c ON c.vector_key = v.vector_key"
             " WHERE v.embedder = {embedder} AND c.source_key IN (SELECT key FROM allowed)"
-            ' ORDER BY distance, c.id COLLATE "C" LIMIT %(dense_limit)s) nearest)'
+            " ORDER BY distance LIMIT %(dense_limit)s) nearest)"
         ).format(dim=sql.Literal(self._dim), embedder=sql.Literal(self._embedder))
 
     def hybrid(self, fusion: Fusion, limit: int) -> sql.Composed:
