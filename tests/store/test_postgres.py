@@ -318,3 +318,30 @@ def test_dense_search_is_exact_below_a_scope_size_and_walks_the_index_from_it(
             assert [chunks[h.chunk_id].text for h in hits] == expected[:5]
     finally:
         store.close()
+
+
+def test_writers_in_parallel_sharing_texts_all_commit(
+    store: PostgresStore, database_url: str
+) -> None:
+    bucket = store.create_bucket("shared", tenant_id="default").id
+    errors: list[BaseException] = []
+
+    def write(worker: int) -> None:
+        try:
+            for n in range(5):
+                # The same lines in another order each time: shared terms and vector keys.
+                lines = LINES[n:] + LINES[:n] if worker % 2 else LINES[::-1][n:] + LINES[::-1][:n]
+                text = "\n".join([*lines, f"Written by {worker} as {n}."])
+                store.add_source(draft(bucket, f"{worker}-{n}.txt", text))
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(worker,)) for worker in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(store.list_sources(bucket)) == 20
+    kept, counted = _bm25_statistics(database_url)
+    assert kept == counted

@@ -169,13 +169,14 @@ class PostgresStore:
     def _read(
         self, query: sql.Composed | LiteralString, params: Any = (), *, search: Search | None = None
     ) -> list[DictRow]:
-        """The rows of one statement. A dense search is first steered (``Search.steer``), in the
-        same transaction and the same network round trip (a pipeline)."""
+        """The rows of one statement. A search is first steered (``Search.steer``), in the same
+        transaction and the same network round trip (a pipeline)."""
         with _store_errors(), self._pool.connection() as conn:
             if search is None:
                 return conn.execute(query, params).fetchall()
             with conn.pipeline(), conn.transaction():
-                # Not prepared: a plan kept from an earlier statement would ignore the steering.
+                # Never prepared: a plan kept from an earlier statement would ignore the steering,
+                # and a generic plan (made after five runs) cannot see which terms are rare.
                 conn.execute(search.steer(self._exact_below), params, prepare=False)
                 cursor = conn.execute(query, params, prepare=False)
             return cursor.fetchall()
@@ -399,14 +400,16 @@ class PostgresStore:
     def _insert_vectors(
         conn: Connection, embedder: str, keys: Sequence[str], vectors: Vectors
     ) -> None:
+        rows = {
+            key: np.ascontiguousarray(vector, dtype=np.float32)
+            for key, vector in zip(keys, vectors, strict=True)
+        }
         with conn.cursor() as cursor:
+            # In key order: two writers of the same texts wait for each other, never deadlock.
             cursor.executemany(
                 "INSERT INTO vectors (embedder, vector_key, vector) VALUES (%s, %s, %s)"
                 " ON CONFLICT DO NOTHING",
-                [
-                    (embedder, key, np.ascontiguousarray(vector, dtype=np.float32))
-                    for key, vector in zip(keys, vectors, strict=True)
-                ],
+                [(embedder, key, rows[key]) for key in sorted(rows)],
             )
 
     def get_source(self, source_id: str) -> Source:
@@ -581,6 +584,7 @@ class PostgresStore:
                 search.allowed, search.lexical(limit)
             ),
             search.params,
+            search=search,
         )
         return [ChunkHit(row["id"], row["score"]) for row in rows]
 
