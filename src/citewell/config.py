@@ -222,9 +222,9 @@ class PostgresSettings(_Group):
         default=2000,
         ge=0,
         description="Dense search compares the query with every passage the caller may see when "
-        "they are fewer than this (exact, and fastest for small scopes); from this many on it "
-        "walks the HNSW index (10k passages of 384 dimensions: ~100 ms exact, ~3 ms HNSW; "
-        "bench/postgres.py).",
+        "they are fewer than this, or under 2% of the store (exact, and fastest for small "
+        "scopes); otherwise it walks the HNSW index (10k passages of 384 dimensions: ~100 ms "
+        "exact, ~3 ms HNSW; bench/postgres.py).",
     )
 
 

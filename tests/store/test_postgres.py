@@ -18,7 +18,7 @@ import pytest
 from pgvector.psycopg import register_vector
 from psycopg import sql
 
-from citewell.model import Principal
+from citewell.model import Comparison, Principal
 from citewell.store import postgres_schema
 from citewell.store.base import Fusion, Scope
 from citewell.store.fusion import fuse
@@ -345,3 +345,23 @@ def test_writers_in_parallel_sharing_texts_all_commit(
     assert len(store.list_sources(bucket)) == 20
     kept, counted = _bm25_statistics(database_url)
     assert kept == counted
+
+
+def test_dense_search_of_a_small_share_of_the_store_is_exact(
+    database_url: str, tmp_path: Path
+) -> None:
+    store = open_store(database_url, tmp_path, exact_below=0)
+    try:
+        bucket = store.create_bucket("many", tenant_id="default").id
+        store.add_source(draft(bucket, "big.txt", "\n".join(f"Line {i}." for i in range(600))))
+        store.add_source(draft(bucket, "small.txt", "\n".join(f"Note {i}." for i in range(10))))
+        whole = Scope(principal=LOCAL, bucket_ids=(bucket,))
+        small = Scope(
+            principal=LOCAL,
+            bucket_ids=(bucket,),
+            filters=Comparison(type="eq", key="filename", value="small.txt"),
+        )
+        assert "vectors_hnsw" in _dense_plan(store, database_url, whole)
+        assert "vectors_hnsw" not in _dense_plan(store, database_url, small)  # 10 of 610
+    finally:
+        store.close()

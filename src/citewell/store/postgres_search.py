@@ -33,6 +33,10 @@ __all__ = ["ChunkTerms", "Search", "chunk_terms", "count_terms"]
 
 _K1, _B = 1.2, 0.75
 """BM25's parameters, tantivy's (the embedded store's) values."""
+_HNSW_MIN_SHARE = 0.02
+"""Smallest share of all chunks a scope must allow for dense search to walk the HNSW graph: the
+graph walk visits at most 20,000 entries (pgvector's default), which at 2% still yields about
+400 allowed hits, four times the candidates a hybrid search takes."""
 _MAX_POSITIONS = 256
 """Occurrences of one term a tsvector can record; a term counts at most this often in a chunk."""
 
@@ -130,20 +134,24 @@ class Search:
         ).format(k1_1=sql.Literal(_K1 + 1), k1=sql.Literal(_K1), b=sql.Literal(_B))
 
     def steer(self, exact_below: int) -> sql.Composed:
-        """A statement that, for the rest of the transaction, lets dense search scan exactly
-        (sorting every allowed chunk's distance) only when the scope holds fewer than
-        ``exact_below`` chunks, and otherwise makes it walk the HNSW graph.
+        """A statement that, for the rest of the transaction, makes dense search walk the HNSW
+        graph when the scope allows at least ``exact_below`` chunks and at least
+        ``_HNSW_MIN_SHARE`` of all chunks, and otherwise scan exactly (sorting every allowed
+        chunk's distance).
 
         The planner cannot tell on its own: it cannot estimate how many chunks a scope (ACL
         labels, filters) allows. An exact scan is exact, and fast for small scopes; a filtered
         graph walk (iterative, in strict order) stays fast for large ones but slows down as the
-        scope narrows (bench/postgres.py).
+        scope narrows (bench/postgres.py), and past pgvector's ``hnsw.max_scan_tuples`` (20,000
+        index entries) it stops with fewer hits than asked for.
         """
         self.params["exact_below"] = exact_below
         return sql.SQL(
-            "WITH {} SELECT set_config('enable_sort', CASE WHEN coalesce(sum(chunk_count), 0)"
-            " >= %(exact_below)s THEN 'off' ELSE 'on' END, true) FROM allowed"
-        ).format(self.allowed)
+            "WITH {}, size AS (SELECT coalesce(sum(chunk_count), 0) AS allowed,"
+            " (SELECT coalesce(sum(chunks), 0) FROM lexical_fields) AS total FROM allowed)"
+            " SELECT set_config('enable_sort', CASE WHEN allowed >= %(exact_below)s"
+            " AND allowed >= total * {share} THEN 'off' ELSE 'on' END, true) FROM size"
+        ).format(self.allowed, share=sql.Literal(_HNSW_MIN_SHARE))
 
     def dense(self, limit: int) -> sql.Composed:
         """CTEs ending in ``dense (id, distance, score)``: the nearest, at most ``limit``, in no
