@@ -162,7 +162,9 @@ class PostgresStore:
         conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(self._ef_search),))
 
     @contextmanager
-    def _write(self) -> Iterator[Connection]:
+    def transaction(self) -> Iterator[Connection]:
+        """A connection in a transaction that commits when the block ends (for bulk copies,
+        ``store/migrate.py``); psycopg's errors become citewell's."""
         with _store_errors(), self._pool.connection() as conn, conn.transaction():
             yield conn
 
@@ -186,7 +188,7 @@ class PostgresStore:
 
     # buckets ---------------------------------------------------------------------------------
     def create_bucket(self, slug: str, *, tenant_id: str, name: str | None = None) -> Bucket:
-        with self._write() as conn:
+        with self.transaction() as conn:
             conn.execute(
                 "INSERT INTO buckets (id, tenant_id, slug, name, created_at)"
                 " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (tenant_id, slug) DO NOTHING",
@@ -215,7 +217,7 @@ class PostgresStore:
     def rename_bucket(
         self, bucket_id: str, *, slug: str | None = None, name: str | None = None
     ) -> Bucket:
-        with self._write() as conn:
+        with self.transaction() as conn:
             row = conn.execute(
                 "SELECT tenant_id, slug, name FROM buckets WHERE id = %s FOR UPDATE", (bucket_id,)
             ).fetchone()
@@ -234,7 +236,7 @@ class PostgresStore:
         return self.get_bucket(bucket_id, tenant_id=row["tenant_id"])
 
     def delete_bucket(self, bucket_id: str) -> None:
-        with self._write() as conn:
+        with self.transaction() as conn:
             rows = conn.execute(
                 "SELECT s.key, s.content_hash FROM sources s JOIN buckets b ON b.key = s.bucket_key"
                 " WHERE b.id = %s FOR UPDATE OF s",
@@ -261,7 +263,7 @@ class PostgresStore:
         self.blobs.put(draft.content, draft.content_hash)
         source_id = draft.id or new_source_id()
         try:
-            with self._write() as conn:
+            with self.transaction() as conn:
                 self._insert(conn, source_id, draft)
         except BaseException:
             self._after_removal({draft.content_hash})
@@ -436,7 +438,7 @@ class PostgresStore:
         return [_source(row) for row in rows]
 
     def delete_source(self, source_id: str) -> None:
-        with self._write() as conn:
+        with self.transaction() as conn:
             row = conn.execute(
                 "SELECT key, content_hash, supersedes, superseded_by FROM sources"
                 " WHERE id = %s FOR UPDATE",
@@ -571,7 +573,7 @@ class PostgresStore:
         return [(row["vector_key"], _chunk(row)) for row in rows]
 
     def put_vectors(self, embedder: str, keys: Sequence[str], vectors: Vectors) -> None:
-        with self._write() as conn:
+        with self.transaction() as conn:
             self._insert_vectors(conn, embedder, keys, vectors)
 
     # search ----------------------------------------------------------------------------------
@@ -629,7 +631,7 @@ class PostgresStore:
         self._purge_answers()
         if self.answer_retention_days == 0:
             return
-        with self._write() as conn:
+        with self.transaction() as conn:
             if (
                 stored.previous_id is not None
                 and not conn.execute(
@@ -688,14 +690,14 @@ class PostgresStore:
     def _purge_answers(self) -> None:
         """Drop the stored answers older than the retention (with what they quote)."""
         cutoff = datetime.now(UTC) - timedelta(days=self.answer_retention_days)
-        with self._write() as conn:
+        with self.transaction() as conn:
             conn.execute("DELETE FROM answers WHERE created_at < %s", (cutoff,))
 
     # traces ----------------------------------------------------------------------------------
     def put_trace(self, stored: StoredTrace) -> None:
         if stored.created_at.tzinfo is None:
             raise ValueError("a trace's time must be timezone-aware")
-        with self._write() as conn:
+        with self.transaction() as conn:
             if self.trace_retention_days > 0:
                 conn.execute(
                     "INSERT INTO traces (answer_id, agent, created_at, trace)"
@@ -731,13 +733,13 @@ class PostgresStore:
 
     def _purge_traces(self) -> None:
         """Drop the traces older than the retention (all of them for 0 days)."""
-        with self._write() as conn:
+        with self.transaction() as conn:
             conn.execute("DELETE FROM traces WHERE created_at < %s", (self._trace_cutoff(),))
 
     # tenants and keys ------------------------------------------------------------------------
     def create_tenant(self, name: str) -> Tenant:
         tenant = Tenant(id=new_id("ten"), name=name, created_at=datetime.now(UTC))
-        with self._write() as conn:
+        with self.transaction() as conn:
             conn.execute(
                 "INSERT INTO tenants (id, name, created_at) VALUES (%s, %s, %s)",
                 (tenant.id, tenant.name, tenant.created_at),
@@ -759,7 +761,7 @@ class PostgresStore:
 
     def put_key(self, key: ApiKey, secret_hash: str) -> None:
         self.get_tenant(key.tenant_id)
-        with self._write() as conn:
+        with self.transaction() as conn:
             conn.execute(
                 "INSERT INTO api_keys (id, tenant_id, name, secret_hash, permissions, bucket_ids,"
                 " acl_labels, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
@@ -792,7 +794,7 @@ class PostgresStore:
         return [_api_key(row) for row in rows]
 
     def revoke_key(self, key_id: str, *, tenant_id: str) -> ApiKey:
-        with self._write() as conn:
+        with self.transaction() as conn:
             conn.execute(
                 "UPDATE api_keys SET revoked_at = %s WHERE id = %s AND tenant_id = %s"
                 " AND revoked_at IS NULL",
@@ -806,7 +808,7 @@ class PostgresStore:
     # agents ----------------------------------------------------------------------------------
     def put_agent(self, agent: Agent, *, tenant_id: str) -> None:
         self.get_tenant(tenant_id)
-        with self._write() as conn:
+        with self.transaction() as conn:
             conn.execute(
                 "INSERT INTO agents (tenant_id, name, agent, created_at)"
                 " VALUES (%s, %s, %s, %s)"
@@ -822,7 +824,7 @@ class PostgresStore:
         return [Agent.model_validate_json(row["agent"]) for row in rows]
 
     def delete_agent(self, name: str, *, tenant_id: str) -> None:
-        with self._write() as conn:
+        with self.transaction() as conn:
             deleted = conn.execute(
                 "DELETE FROM agents WHERE tenant_id = %s AND name = %s", (tenant_id, name)
             ).rowcount
