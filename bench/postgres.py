@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import shutil
 import statistics
 import tempfile
 import time
@@ -61,6 +62,7 @@ def main() -> None:
     finally:
         if server is not None:
             server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def run(url: str, folder: Path, args: argparse.Namespace) -> None:
