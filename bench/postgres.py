@@ -110,7 +110,7 @@ def run(url: str, folder: Path, args: argparse.Namespace) -> None:
         args.queries,
     )
     timed(
-        "dense (HNSW, top 10)",
+        "dense (top 10; HNSW or exact, as steered)",
         lambda i: store.search_dense(vectors[i], scope, limit=10),
         args.queries,
     )
