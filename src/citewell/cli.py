@@ -703,6 +703,39 @@ def _written(target: Path) -> Iterator[IO[bytes]]:
         raise
 
 
+# migrate -------------------------------------------------------------------------------------
+@main.command()
+@click.option(
+    "--to",
+    "database_url",
+    required=True,
+    envvar="CITEWELL_DATABASE_URL",
+    show_envvar=True,
+    help="PostgreSQL (with pgvector) to copy into: postgresql://user:password@host/database.",
+)
+@data_dir_option
+def migrate(database_url: str, data_dir: Path | None) -> None:
+    """Copy the embedded store of the data folder into an empty PostgreSQL database."""
+    from pydantic import SecretStr
+
+    from citewell.embed import open_embedder
+    from citewell.store import open_store
+    from citewell.store.migrate import copy_embedded
+    from citewell.store.postgres import PostgresStore
+
+    settings = _settings(data_dir, database_url=SecretStr(database_url))
+    with _reported():
+        embedder = open_embedder(settings.retrieve)  # names the HNSW index; loads no model
+        target = open_store(settings, embedder=embedder.name, dim=embedder.dim)
+        try:
+            assert isinstance(target, PostgresStore)
+            counts = copy_embedded(settings.data_dir, target)
+        finally:
+            target.close()
+    copied = ", ".join(f"{count} {table}" for table, count in counts.items())
+    click.echo(f"copied {copied}")
+
+
 # serve ---------------------------------------------------------------------------------------
 @main.command()
 @click.option("--host", help="Interface to bind. [default: 127.0.0.1, or CITEWELL_SERVER__HOST]")

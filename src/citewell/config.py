@@ -26,6 +26,7 @@ __all__ = [
     "MIN_LINK_SECRET",
     "OcrSettings",
     "OpenAICompatibleSettings",
+    "PostgresSettings",
     "PrivacySettings",
     "RetrieveSettings",
     "ServerSettings",
@@ -203,6 +204,30 @@ class PrivacySettings(_Group):
     )
 
 
+class PostgresSettings(_Group):
+    connections: int = Field(
+        default=8,
+        ge=1,
+        description="Most connections one citewell process opens to PostgreSQL "
+        "(`CITEWELL_DATABASE_URL`); requests beyond them wait for one to be free.",
+    )
+    ef_search: int = Field(
+        default=100,
+        ge=1,
+        le=1000,
+        description="Candidates pgvector's HNSW search keeps (`hnsw.ef_search`): higher finds "
+        "more of the true nearest passages, slower.",
+    )
+    exact_below: int = Field(
+        default=2000,
+        ge=0,
+        description="Dense search compares the query with every passage the caller may see when "
+        "they are fewer than this, or under 2% of the store (exact, and fastest for small "
+        "scopes); otherwise it walks the HNSW index (10k passages of 384 dimensions: ~100 ms "
+        "exact, ~3 ms HNSW; bench/postgres.py).",
+    )
+
+
 MIN_LINK_SECRET = 32
 """Fewest characters of a link secret."""
 
@@ -282,6 +307,13 @@ class Settings(BaseSettings):
         default=Path("../shared/evaldata"),
         description="Folder of evaluation data sets read by tests, benchmarks and `citewell eval`.",
     )
+    database_url: SecretStr | None = Field(
+        default=None,
+        description="PostgreSQL (with pgvector) to keep the library in, as "
+        "`postgresql://user:password@host:port/database`; several citewell processes may share "
+        "it. Original files stay under `data_dir` (share that folder too). Unset: the embedded "
+        "store in `data_dir`.",
+    )
     admin_key: SecretStr | None = Field(
         default=None,
         description="Key of the operator: creates tenants and their first keys. When set, every "
@@ -296,6 +328,7 @@ class Settings(BaseSettings):
     privacy: PrivacySettings = Field(default_factory=PrivacySettings)
     links: LinkSettings = Field(default_factory=LinkSettings)
     ocr: OcrSettings = Field(default_factory=OcrSettings)
+    postgres: PostgresSettings = Field(default_factory=PostgresSettings)
 
     def fingerprint(self) -> str:
         """A short hash of the settings that change what is indexed or how answers are made."""

@@ -22,7 +22,6 @@ from citewell.ingest.ocr import PageImage, PageText, Recogniser
 from citewell.library import Library
 from citewell.model import Permission, Principal, Source
 from citewell.store.base import SourceDraft
-from citewell.store.sqlite import SQLiteStore
 from tests.api.conftest import assert_error, upload
 
 REFUNDS = b"# Refunds\n\nA refund is paid within thirty days of the request.\n"
@@ -629,10 +628,10 @@ def test_a_file_whose_ocr_fails_is_failed_with_the_reason_until_removed(
 def test_a_file_the_server_fails_to_store_is_failed_with_a_server_error(
     client: TestClient, store: str, documents: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(self: SQLiteStore, draft: SourceDraft) -> Source:
+    def broken(draft: SourceDraft) -> Source:
         raise OSError("No space left on device")
 
-    monkeypatch.setattr(SQLiteStore, "add_source", broken)
+    monkeypatch.setattr(client.app.state.library.store, "add_source", broken)  # type: ignore[attr-defined]
     file_id = openai_file(client, "scan.pdf", scan(documents))
     attach(client, store, file_id)
     # The file is not to blame, and nothing of the server's failure is shown.

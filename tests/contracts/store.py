@@ -35,11 +35,14 @@ def draft(
     acl: frozenset[str] = frozenset(),
     metadata: dict | None = None,
     effective_date: dt.date | None = None,
+    language: str = "en",
 ) -> SourceDraft:
-    """A source whose paragraphs (split on blank lines) are its chunks and sentences."""
+    """A source whose lines are its chunks and sentences."""
     spans = [Span(start=m.start(), end=m.end()) for m in re.finditer(r"[^\n]+", text)]
     chunks = tuple(
-        ChunkDraft(span=span, heading_path=(), page_numbers=(), sentences=(span,), language="en")
+        ChunkDraft(
+            span=span, heading_path=(), page_numbers=(), sentences=(span,), language=language
+        )
         for span in spans
     )
     texts = [text[s.start : s.end] for s in spans]
@@ -178,6 +181,27 @@ class StoreContract:
             store.get_source(source.id)
         with pytest.raises(NotFound):
             store.get_bucket("handbook", tenant_id="default")
+
+    # vectors
+    def test_vectors_are_kept_under_the_hash_of_their_text(self, store: Store, bucket: str) -> None:
+        store.add_source(draft(bucket, "a.txt", "Alpha line.\nBeta line."))
+        keys = [hashlib.sha256(t).hexdigest() for t in (b"Alpha line.", b"Beta line.", b"Other.")]
+        cached = store.cached_vectors(EMBEDDER, keys)
+        assert set(cached) == set(keys[:2])
+        np.testing.assert_array_equal(cached[keys[1]], vector_for("Beta line."))
+        assert cached[keys[1]].dtype == np.float32
+        assert store.cached_vectors("another-embedder", keys) == {}
+
+    def test_chunks_without_a_models_vectors_get_them(self, store: Store, bucket: str) -> None:
+        store.add_source(draft(bucket, "a.txt", "Alpha line.\nBeta line.\nAlpha line."))
+        assert store.chunks_without_vectors(EMBEDDER, limit=10) == []
+        missing = store.chunks_without_vectors("another-embedder", limit=10)
+        assert sorted(chunk.text for _, chunk in missing) == ["Alpha line.", "Beta line."]
+        assert len(store.chunks_without_vectors("another-embedder", limit=1)) == 1
+        keys = [key for key, _ in missing]
+        store.put_vectors("another-embedder", keys, np.stack([vector_for(k) for k in keys]))
+        assert store.chunks_without_vectors("another-embedder", limit=10) == []
+        assert set(store.cached_vectors("another-embedder", keys)) == set(keys)
 
     # search: scope applied inside the query
     def test_dense_search_finds_the_nearest_chunk(self, store: Store, bucket: str) -> None:

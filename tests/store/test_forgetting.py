@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,24 +19,18 @@ from citewell.model import (
     ScoreBreakdown,
     Source,
 )
-from citewell.store.base import StoredAnswer
+from citewell.store.base import Store, StoredAnswer
 from citewell.store.sqlite import SQLiteStore
 from tests.contracts.store import DIM, EMBEDDER, draft
+from tests.store.conftest import Backend
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SQLiteStore]:
-    opened = SQLiteStore(tmp_path, embedder=EMBEDDER, dim=DIM)
-    yield opened
-    opened.close()
-
-
-@pytest.fixture
-def bucket(store: SQLiteStore) -> str:
+def bucket(store: Store) -> str:
     return store.create_bucket("handbook", tenant_id="default").id
 
 
-def add(store: SQLiteStore, bucket: str, filename: str, text: str) -> tuple[Source, Chunk]:
+def add(store: Store, bucket: str, filename: str, text: str) -> tuple[Source, Chunk]:
     source = store.add_source(draft(bucket, filename, text))
     chunk_id = f"chk_{source.id.removeprefix('src_')}_0"
     return source, store.get_chunks([chunk_id])[chunk_id]
@@ -78,7 +71,7 @@ def answer(
     )
 
 
-def keep(store: SQLiteStore, response_id: str, kept: Answer, previous: str | None = None) -> None:
+def keep(store: Store, response_id: str, kept: Answer, previous: str | None = None) -> None:
     store.put_answer(
         StoredAnswer(
             id=response_id, tenant_id="default", answer=kept, rendered="{}", previous_id=previous
@@ -86,7 +79,7 @@ def keep(store: SQLiteStore, response_id: str, kept: Answer, previous: str | Non
     )
 
 
-def kept_ids(store: SQLiteStore, *response_ids: str) -> list[str]:
+def kept_ids(store: Store, *response_ids: str) -> list[str]:
     found = []
     for response_id in response_ids:
         try:
@@ -97,7 +90,7 @@ def kept_ids(store: SQLiteStore, *response_ids: str) -> list[str]:
 
 
 def test_deleting_a_source_deletes_the_answers_citing_or_retrieving_it(
-    store: SQLiteStore, bucket: str
+    store: Store, bucket: str
 ) -> None:
     refunds = add(store, bucket, "refunds.txt", "Refunds take thirty days.")
     shipping = add(store, bucket, "shipping.txt", "Shipping is free above fifty euros.")
@@ -108,9 +101,7 @@ def test_deleting_a_source_deletes_the_answers_citing_or_retrieving_it(
     assert kept_ids(store, "resp_cites", "resp_retrieved", "resp_other") == ["resp_other"]
 
 
-def test_an_answer_continuing_a_deleted_one_is_deleted_with_it(
-    store: SQLiteStore, bucket: str
-) -> None:
+def test_an_answer_continuing_a_deleted_one_is_deleted_with_it(store: Store, bucket: str) -> None:
     refunds = add(store, bucket, "refunds.txt", "Refunds take thirty days.")
     shipping = add(store, bucket, "shipping.txt", "Shipping is free above fifty euros.")
     keep(store, "resp_1", answer(cited=refunds))
@@ -121,17 +112,13 @@ def test_an_answer_continuing_a_deleted_one_is_deleted_with_it(
     assert kept_ids(store, "resp_1", "resp_2", "resp_3") == []
 
 
-def test_an_answer_continuing_one_already_deleted_is_not_kept(
-    store: SQLiteStore, bucket: str
-) -> None:
+def test_an_answer_continuing_one_already_deleted_is_not_kept(store: Store, bucket: str) -> None:
     shipping = add(store, bucket, "shipping.txt", "Shipping is free above fifty euros.")
     keep(store, "resp_2", answer(cited=shipping), previous="resp_gone")
     assert kept_ids(store, "resp_2") == []
 
 
-def test_deleting_a_bucket_deletes_the_answers_of_its_sources(
-    store: SQLiteStore, bucket: str
-) -> None:
+def test_deleting_a_bucket_deletes_the_answers_of_its_sources(store: Store, bucket: str) -> None:
     other = store.create_bucket("other", tenant_id="default").id
     keep(store, "resp_1", answer(cited=add(store, bucket, "a.txt", "Refunds take thirty days.")))
     keep(store, "resp_2", answer(cited=add(store, other, "b.txt", "Shipping is free.")))
@@ -140,8 +127,10 @@ def test_deleting_a_bucket_deletes_the_answers_of_its_sources(
 
 
 def test_answers_stored_before_the_migration_are_deleted_with_their_sources(
-    tmp_path: Path, store: SQLiteStore, bucket: str
+    tmp_path: Path,
 ) -> None:
+    store = SQLiteStore(tmp_path, embedder=EMBEDDER, dim=DIM)
+    bucket = store.create_bucket("handbook", tenant_id="default").id
     refunds = add(store, bucket, "refunds.txt", "Refunds take thirty days.")
     keep(store, "resp_old", answer(cited=refunds))
     store.close()
@@ -158,9 +147,7 @@ def test_answers_stored_before_the_migration_are_deleted_with_their_sources(
         reopened.close()
 
 
-def test_an_original_is_removed_with_the_last_source_holding_it(
-    store: SQLiteStore, bucket: str
-) -> None:
+def test_an_original_is_removed_with_the_last_source_holding_it(store: Store, bucket: str) -> None:
     other = store.create_bucket("other", tenant_id="default").id
     first, _ = add(store, bucket, "a.txt", "Refunds take thirty days.")
     second, _ = add(store, other, "b.txt", "Refunds take thirty days.")
@@ -173,7 +160,7 @@ def test_an_original_is_removed_with_the_last_source_holding_it(
 
 
 def test_renaming_a_bucket_changes_its_slug_and_name_and_keeps_its_id(
-    store: SQLiteStore, bucket: str
+    store: Store, bucket: str
 ) -> None:
     renamed = store.rename_bucket(bucket, slug="manual", name="Staff manual")
     assert (renamed.id, renamed.slug, renamed.name) == (bucket, "manual", "Staff manual")
@@ -184,7 +171,7 @@ def test_renaming_a_bucket_changes_its_slug_and_name_and_keeps_its_id(
 
 
 def test_a_slug_taken_in_the_tenant_is_refused_and_changes_nothing(
-    store: SQLiteStore, bucket: str
+    store: Store, bucket: str
 ) -> None:
     store.create_bucket("manual", tenant_id="default")
     store.create_bucket("guide", tenant_id="other")
@@ -196,32 +183,28 @@ def test_a_slug_taken_in_the_tenant_is_refused_and_changes_nothing(
     assert store.rename_bucket(bucket, slug="guide").slug == "guide"
 
 
-def test_renaming_an_unknown_bucket_is_not_found(store: SQLiteStore) -> None:
+def test_renaming_an_unknown_bucket_is_not_found(store: Store) -> None:
     with pytest.raises(NotFound):
         store.rename_bucket("bkt_nope", name="x")
 
 
-def test_stored_answers_are_kept_for_their_retention_only(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path, embedder=EMBEDDER, dim=DIM, answer_retention_days=30)
+def test_stored_answers_are_kept_for_their_retention_only(backend: Backend) -> None:
+    store = backend.open(answer_retention_days=30)
     bucket = store.create_bucket("handbook", tenant_id="default").id
     cited = add(store, bucket, "refunds.txt", "Refunds are paid within thirty days.")
     keep(store, "resp_old", answer(cited=cited))
     keep(store, "resp_new", answer(cited=cited))
     store.close()
-    db = sqlite3.connect(tmp_path / "citewell.db")
-    with db:  # as if kept 31 days ago
-        old = (dt.datetime.now(dt.UTC) - dt.timedelta(days=31)).isoformat()
-        db.execute("UPDATE answers SET created_at = ? WHERE id = 'resp_old'", (old,))
-    db.close()
-    store = SQLiteStore(tmp_path, embedder=EMBEDDER, dim=DIM, answer_retention_days=30)
+    old = (dt.datetime.now(dt.UTC) - dt.timedelta(days=31)).isoformat()  # as if kept 31 days ago
+    backend.sql("UPDATE answers SET created_at = ? WHERE id = 'resp_old'", (old,))
+    store = backend.open(answer_retention_days=30)
     try:
         assert kept_ids(store, "resp_old", "resp_new") == ["resp_new"]
-        with sqlite3.connect(tmp_path / "citewell.db") as db:
-            quoting = db.execute("SELECT DISTINCT response_id FROM answer_sources").fetchall()
+        quoting = backend.sql("SELECT DISTINCT response_id FROM answer_sources")
         assert quoting == [("resp_new",)]
     finally:
         store.close()
-    store = SQLiteStore(tmp_path, embedder=EMBEDDER, dim=DIM, answer_retention_days=0)
+    store = backend.open(answer_retention_days=0)
     try:
         keep(store, "resp_none", answer(cited=cited))
         assert kept_ids(store, "resp_new", "resp_none") == []

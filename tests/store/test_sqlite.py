@@ -1,4 +1,4 @@
-"""The embedded store: the Store contract, plus what only a folder on disk can show."""
+"""The embedded store: what only its pending state can show (the contract is in test_store.py)."""
 
 from __future__ import annotations
 
@@ -15,45 +15,7 @@ import pytest
 
 from citewell.store.base import Scope
 from citewell.store.sqlite import SQLiteStore
-from tests.contracts.store import DIM, EMBEDDER, LOCAL, StoreContract, draft, texts_found
-
-
-@pytest.fixture
-def store(tmp_path: Path):
-    store = SQLiteStore(tmp_path / "store", embedder=EMBEDDER, dim=DIM)
-    yield store
-    store.close()
-
-
-class TestSQLiteStore(StoreContract):
-    pass
-
-
-def test_a_reopened_store_finds_what_was_stored(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path, embedder=EMBEDDER, dim=DIM)
-    bucket = store.create_bucket("notes", tenant_id="default").id
-    source = store.add_source(draft(bucket, "a.txt", "Refunds take 30 days."))
-    store.close()
-    reopened = SQLiteStore(tmp_path, embedder=EMBEDDER, dim=DIM)
-    scope = Scope(principal=LOCAL, bucket_ids=(bucket,))
-    assert texts_found(reopened, "refunds", scope) == ["Refunds take 30 days."]
-    assert reopened.get_source(source.id) == source
-    reopened.close()
-
-
-def test_a_second_instance_sees_sources_added_by_the_first(tmp_path: Path) -> None:
-    writer = SQLiteStore(tmp_path, embedder=EMBEDDER, dim=DIM)
-    reader = SQLiteStore(tmp_path, embedder=EMBEDDER, dim=DIM)
-    bucket = writer.create_bucket("notes", tenant_id="default").id
-    scope = Scope(principal=LOCAL, bucket_ids=(bucket,))
-    assert texts_found(reader, "refunds", scope) == []
-    source = writer.add_source(draft(bucket, "a.txt", "Refunds take 30 days."))
-    assert texts_found(reader, "refunds", scope) == ["Refunds take 30 days."]
-    writer.delete_source(source.id)
-    assert texts_found(reader, "refunds", scope) == []
-    writer.close()
-    reader.close()
-
+from tests.contracts.store import DIM, EMBEDDER, LOCAL, draft
 
 # The child stores two sources, then blocks inside the third at the given stage and signals the
 # test through a marker file; the test kills it there with SIGKILL.

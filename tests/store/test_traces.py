@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 from citewell.model import Span, Trace, Verdict
 from citewell.store.base import StoredTrace
-from citewell.store.sqlite import SQLiteStore
-from tests.contracts.store import DIM, EMBEDDER
+from tests.store.conftest import Backend
 
 TRACE = Trace(
     retrieved_chunk_ids=("src_a:0", "src_a:1"),
@@ -37,16 +34,12 @@ TRACE = Trace(
 )
 
 
-def open_store(folder: Path, days: int = 30) -> SQLiteStore:
-    return SQLiteStore(folder, embedder=EMBEDDER, dim=DIM, trace_retention_days=days)
-
-
 def stored(answer_id: str, age: timedelta) -> StoredTrace:
     return StoredTrace(answer_id, "citewell-agent", datetime.now(UTC) - age, TRACE)
 
 
-def test_a_trace_is_kept_with_its_verdicts(tmp_path: Path) -> None:
-    store = open_store(tmp_path)
+def test_a_trace_is_kept_with_its_verdicts(backend: Backend) -> None:
+    store = backend.open()
     try:
         store.put_trace(stored("ans_1", timedelta(0)))
         [kept] = store.list_traces()
@@ -56,26 +49,24 @@ def test_a_trace_is_kept_with_its_verdicts(tmp_path: Path) -> None:
     assert [v.kept for v in kept.trace.verdicts] == [True, False]
 
 
-def test_a_trace_older_than_the_retention_is_gone_after_reopening(tmp_path: Path) -> None:
-    store = open_store(tmp_path, days=30)
+def test_a_trace_older_than_the_retention_is_gone_after_reopening(backend: Backend) -> None:
+    store = backend.open(trace_retention_days=30)
     store.put_trace(stored("ans_recent", timedelta(days=29)))
     store.close()
-    db = sqlite3.connect(tmp_path / "citewell.db")
-    with db:  # written behind the store's back, as if kept by an earlier, longer setting
-        db.execute(
-            "INSERT INTO traces VALUES (?, ?, ?, ?)",
-            ("ans_old", "citewell-agent", "2000-01-01T00:00:00.000000Z", TRACE.model_dump_json()),
-        )
-    db.close()
-    store = open_store(tmp_path, days=30)
+    # written behind the store's back, as if kept by an earlier, longer setting
+    backend.sql(
+        "INSERT INTO traces VALUES (?, ?, ?, ?)",
+        ("ans_old", "citewell-agent", "2000-01-01T00:00:00.000000Z", TRACE.model_dump_json()),
+    )
+    store = backend.open(trace_retention_days=30)
     try:
         assert [t.answer_id for t in store.list_traces()] == ["ans_recent"]
     finally:
         store.close()
 
 
-def test_writing_a_trace_purges_expired_ones(tmp_path: Path) -> None:
-    store = open_store(tmp_path, days=1)
+def test_writing_a_trace_purges_expired_ones(backend: Backend) -> None:
+    store = backend.open(trace_retention_days=1)
     try:
         store.put_trace(stored("ans_old", timedelta(days=2)))
         store.put_trace(stored("ans_new", timedelta(0)))
@@ -84,11 +75,11 @@ def test_writing_a_trace_purges_expired_ones(tmp_path: Path) -> None:
         store.close()
 
 
-def test_a_retention_of_zero_keeps_no_trace(tmp_path: Path) -> None:
-    store = open_store(tmp_path, days=30)
+def test_a_retention_of_zero_keeps_no_trace(backend: Backend) -> None:
+    store = backend.open(trace_retention_days=30)
     store.put_trace(stored("ans_1", timedelta(0)))
     store.close()
-    store = open_store(tmp_path, days=0)
+    store = backend.open(trace_retention_days=0)
     try:
         assert store.list_traces() == []
         store.put_trace(stored("ans_2", timedelta(0)))
@@ -97,21 +88,27 @@ def test_a_retention_of_zero_keeps_no_trace(tmp_path: Path) -> None:
         store.close()
 
 
-def test_the_traces_table_has_no_text_column(tmp_path: Path) -> None:
-    open_store(tmp_path).close()
-    db = sqlite3.connect(tmp_path / "citewell.db")
-    columns = [row[1] for row in db.execute("PRAGMA table_info(traces)")]
-    db.close()
+def test_the_traces_table_has_no_text_column(backend: Backend) -> None:
+    backend.open().close()
+    columns = [
+        row[0]
+        for row in (
+            backend.sql("SELECT name FROM pragma_table_info('traces')")
+            if backend.name == "sqlite"
+            else backend.sql(
+                "SELECT column_name FROM information_schema.columns"
+                " WHERE table_name = 'traces' ORDER BY ordinal_position"
+            )
+        )
+    ]
     assert columns == ["answer_id", "agent", "created_at", "trace"]
 
 
-def test_a_stored_trace_holds_no_text(tmp_path: Path) -> None:
-    store = open_store(tmp_path)
+def test_a_stored_trace_holds_no_text(backend: Backend) -> None:
+    store = backend.open()
     store.put_trace(stored("ans_1", timedelta(0)))
     store.close()
-    db = sqlite3.connect(tmp_path / "citewell.db")
-    [(raw,)] = db.execute("SELECT trace FROM traces").fetchall()
-    db.close()
+    [(raw,)] = backend.sql("SELECT trace FROM traces")
     assert "text" not in raw  # no cited_text, no question, no answer
     assert set(Trace.model_validate_json(raw).model_dump()) == {
         "retrieved_chunk_ids",

@@ -1,10 +1,12 @@
-"""Stores of buckets and sources. ``open_store`` picks the backend from the settings."""
+"""Stores of buckets and sources. ``open_store`` picks the backend from the settings: PostgreSQL
+when ``database_url`` is set, else the embedded store in the data folder."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from citewell.config import Settings
+from citewell.errors import ConfigError
 from citewell.store.base import Store
 from citewell.store.sqlite import SQLiteStore
 
@@ -23,9 +25,35 @@ def _sqlite(settings: Settings, embedder: str, dim: int) -> Store:
     )
 
 
-_BACKENDS: dict[str, Callable[[Settings, str, int], Store]] = {"sqlite": _sqlite}
+def _postgres(settings: Settings, embedder: str, dim: int) -> Store:
+    try:
+        from citewell.store.postgres import PostgresStore
+    except ImportError as exc:
+        raise ConfigError(
+            f"CITEWELL_DATABASE_URL is set but PostgreSQL support is not installed ({exc}):"
+            " pip install 'citewell[postgres]'"
+        ) from exc
+    assert settings.database_url is not None
+    return PostgresStore(
+        settings.database_url.get_secret_value(),
+        settings.data_dir,
+        embedder=embedder,
+        dim=dim,
+        connections=settings.postgres.connections,
+        ef_search=settings.postgres.ef_search,
+        exact_below=settings.postgres.exact_below,
+        trace_retention_days=settings.privacy.trace_retention_days,
+        answer_retention_days=settings.privacy.answer_retention_days,
+    )
+
+
+_BACKENDS: dict[str, Callable[[Settings, str, int], Store]] = {
+    "sqlite": _sqlite,
+    "postgres": _postgres,
+}
 
 
 def open_store(settings: Settings, *, embedder: str, dim: int) -> Store:
     """Open the configured store, searching vectors made by the named embedder."""
-    return _BACKENDS["sqlite"](settings, embedder, dim)
+    backend = "sqlite" if settings.database_url is None else "postgres"
+    return _BACKENDS[backend](settings, embedder, dim)

@@ -45,7 +45,10 @@ __all__ = [
     "StoredAnswer",
     "StoredTrace",
     "Vectors",
+    "chunk_id",
+    "new_id",
     "new_source_id",
+    "sources_quoted",
 ]
 
 Vectors = npt.NDArray[np.float32]
@@ -83,8 +86,27 @@ class SourceDraft:
     (a background ingest); None: a new one."""
 
 
+def new_id(prefix: str) -> str:
+    """A new random id: ``prefix``, an underscore and 24 hex digits."""
+    return f"{prefix}_{secrets.token_hex(12)}"
+
+
 def new_source_id() -> str:
-    return f"src_{secrets.token_hex(12)}"
+    return new_id("src")
+
+
+def chunk_id(source_id: str, index: int) -> str:
+    """The id of a source's chunk at ``index``."""
+    return f"chk_{source_id.removeprefix('src_')}_{index}"
+
+
+def sources_quoted(answer: Answer) -> set[str]:
+    """Ids of the sources whose text the answer holds: cited, listed or retrieved."""
+    return (
+        {c.source_id for c in answer.citations}
+        | {s.source.id for s in answer.sources}
+        | {p.source.id for p in answer.passages}
+    )
 
 
 ConversationTurn = tuple[Literal["user", "assistant"], str]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from citewell.model import ScoreBreakdown
 from citewell.store.base import ChunkHit, FusedHit, Fusion
 
-__all__ = ["fuse"]
+__all__ = ["best_part", "fuse"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +54,7 @@ def fuse(
     weight = _effective_lexical_weight(lexical, dense, fusion.lexical_weight)
     lex, den = method.parts(lexical, fusion), method.parts(dense, fusion)
     # The same expression as a hit's score, so a hit first in both lists divides to exactly 1.0.
-    best = weight * method.best(fusion) + (1 - weight) * method.best(fusion)
+    best = weight * best_part(fusion) + (1 - weight) * best_part(fusion)
     raw = {
         chunk_id: weight * _part(lex, chunk_id) + (1 - weight) * _part(den, chunk_id)
         for chunk_id in lex.keys() | den.keys()
@@ -67,6 +67,11 @@ def fuse(
         )
         for chunk_id in ranked
     ]
+
+
+def best_part(fusion: Fusion) -> float:
+    """The largest contribution one list can make: a fused score is divided by it."""
+    return _METHODS[fusion.method].best(fusion)
 
 
 def _effective_lexical_weight(

@@ -30,8 +30,6 @@ from citewell.store.base import ChunkHit
 
 __all__ = ["LexicalDoc", "LexicalIndex", "LexicalWriter"]
 
-_MAX_QUERY_TERMS = 256
-"""Distinct terms taken from a query per field: a pasted page stays a bounded query."""
 _WRITER_HEAP_PER_THREAD = 50_000_000
 
 
@@ -183,20 +181,12 @@ class LexicalIndex:
         return self._live
 
     def _terms_query(self, query: str) -> tantivy.Query | None:
-        prepared = analysis.prepare(query)
-        if analysis.only_function_words(prepared):
-            return None
         clauses = [
             (tantivy.Occur.Should, tantivy.Query.term_query(self._schema, field, term, "freq"))
-            for field, analyzer in analysis.analyzers().items()
-            for term in _distinct(analyzer.analyze(prepared))
+            for field, terms in analysis.query_terms(query).items()
+            for term in terms
         ]
         return tantivy.Query.boolean_query(clauses) if clauses else None
-
-
-def _distinct(terms: list[str]) -> list[str]:
-    """Each term once, in order of first appearance, at most ``_MAX_QUERY_TERMS`` of them."""
-    return list(dict.fromkeys(terms))[:_MAX_QUERY_TERMS]
 
 
 def _commit(writer: tantivy.IndexWriter) -> None:

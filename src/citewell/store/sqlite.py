@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import sqlite3
 import threading
-import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
@@ -52,9 +50,13 @@ from citewell.store.base import (
     StoredAnswer,
     StoredTrace,
     Vectors,
+    chunk_id,
+    new_id,
     new_source_id,
+    sources_quoted,
 )
 from citewell.store.blobs import BlobStore
+from citewell.store.encoding import pack_boxes, pack_confidences, unpack_boxes, unpack_confidences
 from citewell.store.filters import SqlParam, compile_filter
 from citewell.store.fusion import fuse
 from citewell.store.lexical import LexicalDoc, LexicalIndex
@@ -75,10 +77,6 @@ _CHUNK_COLUMNS = (
     "c.id, s.id AS source_id, c.idx, c.start, c.end, c.heading_path, c.page_numbers, "
     "c.sentences, c.language, substr(s.text, c.start + 1, c.end - c.start) AS text"
 )
-
-
-def _new_id(prefix: str) -> str:
-    return f"{prefix}_{secrets.token_hex(12)}"
 
 
 def _now() -> str:
@@ -207,7 +205,7 @@ class SQLiteStore:
             conn.execute(
                 "INSERT INTO buckets (id, tenant_id, slug, name, created_at) VALUES (?, ?, ?, ?, ?)"
                 " ON CONFLICT (tenant_id, slug) DO NOTHING",
-                (_new_id("bkt"), tenant_id, slug, name or slug, _now()),
+                (new_id("bkt"), tenant_id, slug, name or slug, _now()),
             )
         return self.get_bucket(slug, tenant_id=tenant_id)
 
@@ -281,7 +279,7 @@ class SQLiteStore:
             with self.lexical.writer() as writer:
                 writer.add(
                     LexicalDoc(
-                        chunk_id=_chunk_id(source_id, index),
+                        chunk_id=chunk_id(source_id, index),
                         source_key=source_key,
                         text=draft.text[chunk.span.start : chunk.span.end],
                         language=chunk.language,
@@ -354,9 +352,9 @@ class SQLiteStore:
                     page.width,
                     page.height,
                     page.modality.value,
-                    zlib.compress(np.ascontiguousarray(boxes, dtype=np.float32).tobytes()),
+                    pack_boxes(boxes),
                     page.ocr_confidence,
-                    zlib.compress(read.tobytes()) if read is not None and read.size else None,
+                    pack_confidences(read),
                 )
                 for page, boxes, read in zip(
                     draft.pages, draft.char_boxes, confidences, strict=True
@@ -368,7 +366,7 @@ class SQLiteStore:
             " sentences, language, vector_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 (
-                    _chunk_id(source_id, index),
+                    chunk_id(source_id, index),
                     source_key,
                     index,
                     chunk.span.start,
@@ -580,7 +578,7 @@ class SQLiteStore:
         )
         if not rows:
             raise NotFound(f"no page {page_number} in source '{source_id}'", param="page")
-        return np.frombuffer(zlib.decompress(rows[0]["boxes"]), dtype=np.float32).reshape(-1, 4)
+        return unpack_boxes(rows[0]["boxes"])
 
     def char_confidences(self, source_id: str, page_number: int) -> CharConfidences:
         rows = self._read(
@@ -590,8 +588,7 @@ class SQLiteStore:
         )
         if not rows:
             raise NotFound(f"no page {page_number} in source '{source_id}'", param="page")
-        stored = rows[0]["confidences"]
-        return np.frombuffer(zlib.decompress(stored) if stored else b"", dtype=np.uint8)
+        return unpack_confidences(rows[0]["confidences"])
 
     def original(self, source_id: str) -> bytes:
         return self.blobs.get(self.get_source(source_id).content_hash)
@@ -672,7 +669,7 @@ class SQLiteStore:
             )
             conn.executemany(
                 "INSERT INTO answer_sources (source_id, response_id) VALUES (?, ?)",
-                ((source_id, stored.id) for source_id in sorted(_sources_quoted(stored.answer))),
+                ((source_id, stored.id) for source_id in sorted(sources_quoted(stored.answer))),
             )
             conn.execute(
                 "INSERT OR IGNORE INTO answer_sources (source_id, response_id)"
@@ -745,7 +742,7 @@ class SQLiteStore:
 
     # tenants and keys ------------------------------------------------------------------------
     def create_tenant(self, name: str) -> Tenant:
-        tenant = Tenant(id=_new_id("ten"), name=name, created_at=datetime.now(UTC))
+        tenant = Tenant(id=new_id("ten"), name=name, created_at=datetime.now(UTC))
         with self._write() as conn:
             conn.execute(
                 "INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)",
@@ -947,10 +944,6 @@ class SQLiteStore:
 
 
 # helpers -------------------------------------------------------------------------------------
-def _chunk_id(source_id: str, index: int) -> str:
-    return f"chk_{source_id.removeprefix('src_')}_{index}"
-
-
 def _marks(values: Sequence[Any]) -> str:
     return ", ".join("?" * len(values))
 
@@ -1001,15 +994,6 @@ def _api_key(row: sqlite3.Row) -> ApiKey:
         acl_labels=a_set("acl_labels"),
         created_at=datetime.fromisoformat(row["created_at"]),
         revoked_at=None if revoked is None else datetime.fromisoformat(revoked),
-    )
-
-
-def _sources_quoted(answer: Answer) -> set[str]:
-    """Ids of the sources whose text the answer holds: cited, listed or retrieved."""
-    return (
-        {c.source_id for c in answer.citations}
-        | {s.source.id for s in answer.sources}
-        | {p.source.id for p in answer.passages}
     )
 
 

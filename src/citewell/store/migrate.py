@@ -1,0 +1,265 @@
+"""Copying an embedded store into PostgreSQL (``citewell migrate``).
+
+Everything is copied as it is, ids, versions and times included, so keys, links, stored answers
+and conversations keep working: tenants, API keys (their secrets' hashes), agents, buckets, the
+ready sources with their pages, chunks and vectors (of every embedder), stored answers and
+traces. Sources still being ingested are left out. Originals stay where they are: the
+PostgreSQL store keeps them in the same ``<data_dir>/blobs``. The copy is one transaction, into a
+database that holds no library yet: it either completes or leaves the database as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from citewell.errors import Conflict, NotFound
+from citewell.store import schema
+from citewell.store.postgres import Connection, PostgresStore
+from citewell.store.postgres_search import chunk_terms
+
+__all__ = ["copy_embedded"]
+
+
+def copy_embedded(folder: Path, target: PostgresStore) -> dict[str, int]:
+    """Copy the embedded store in ``folder`` into ``target``; how many of each were copied.
+
+    Raises ``NotFound`` when the folder holds no store, ``Conflict`` when the database already
+    holds a library.
+    """
+    path = folder / "citewell.db"
+    if not path.is_file():
+        raise NotFound(f"no embedded store in {folder}", param="data_dir")
+    writer = sqlite3.connect(path, isolation_level=None, timeout=30)
+    try:
+        schema.migrate(writer)  # an older store is first brought up to date, in place
+    finally:
+        writer.close()
+    source = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    source.row_factory = sqlite3.Row
+    try:
+        with target.transaction() as conn:
+            return _copy(source, conn)
+    finally:
+        source.close()
+
+
+def _copy(source: sqlite3.Connection, conn: Connection) -> dict[str, int]:
+    taken = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM buckets) OR EXISTS (SELECT 1 FROM api_keys)"
+        " OR EXISTS (SELECT 1 FROM tenants WHERE id != 'default') AS taken"
+    ).fetchone()
+    if taken is None or taken["taken"]:
+        raise Conflict("the database already holds a library; migrate into an empty one")
+
+    def rows(query: str) -> Iterator[sqlite3.Row]:
+        return iter(source.execute(query))
+
+    counts: dict[str, int] = {}
+
+    def copy(table: str, sql: str, values: Iterator[tuple[Any, ...]]) -> None:
+        counts[table] = 0
+
+        def counted() -> Iterator[tuple[Any, ...]]:
+            for value in values:
+                counts[table] += 1
+                yield value
+
+        with conn.cursor() as cursor:
+            cursor.executemany(sql, counted())
+
+    copy(
+        "tenants",
+        "INSERT INTO tenants (id, name, created_at) VALUES (%s, %s, %s)"
+        " ON CONFLICT (id) DO UPDATE SET name = excluded.name, created_at = excluded.created_at",
+        ((r["id"], r["name"], r["created_at"]) for r in rows("SELECT * FROM tenants")),
+    )
+    copy(
+        "api_keys",
+        "INSERT INTO api_keys (id, tenant_id, name, secret_hash, permissions, bucket_ids,"
+        " acl_labels, created_at, revoked_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        (
+            (
+                r["id"],
+                r["tenant_id"],
+                r["name"],
+                r["secret_hash"],
+                json.loads(r["permissions"]),
+                _list_or_none(r["bucket_ids"]),
+                _list_or_none(r["acl_labels"]),
+                r["created_at"],
+                r["revoked_at"],
+            )
+            for r in rows("SELECT * FROM api_keys")
+        ),
+    )
+    copy(
+        "agents",
+        "INSERT INTO agents (tenant_id, name, agent, created_at) VALUES (%s, %s, %s, %s)",
+        (
+            (r["tenant_id"], r["name"], r["agent"], r["created_at"])
+            for r in rows("SELECT * FROM agents")
+        ),
+    )
+    copy(
+        "buckets",
+        "INSERT INTO buckets (id, tenant_id, slug, name, created_at) VALUES (%s, %s, %s, %s, %s)",
+        (
+            (r["id"], r["tenant_id"], r["slug"], r["name"], r["created_at"])
+            for r in rows("SELECT * FROM buckets ORDER BY key")
+        ),
+    )
+    copy(
+        "sources",
+        "INSERT INTO sources (id, bucket_key, filename, mime_type, content_hash, byte_size,"
+        " version, supersedes, superseded_by, title, language, modality, page_count,"
+        " char_count, chunk_count, effective_date, acl, metadata, created_at, text)"
+        " VALUES (%s, (SELECT key FROM buckets WHERE id = %s), %s, %s, %s, %s, %s, %s, %s, %s,"
+        " %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        (
+            (
+                r["id"],
+                r["bucket_id"],
+                r["filename"],
+                r["mime_type"],
+                r["content_hash"],
+                r["byte_size"],
+                r["version"],
+                r["supersedes"],
+                r["superseded_by"],
+                r["title"],
+                r["language"],
+                r["modality"],
+                r["page_count"],
+                r["char_count"],
+                r["chunk_count"],
+                r["effective_date"],
+                json.loads(r["acl"]),
+                r["metadata"],
+                r["created_at"],
+                r["text"],
+            )
+            for r in rows(
+                "SELECT s.*, b.id AS bucket_id FROM sources s JOIN buckets b"
+                " ON b.key = s.bucket_key WHERE s.status = 'ready' ORDER BY s.key"
+            )
+        ),
+    )
+    copy(
+        "pages",
+        "INSERT INTO pages (source_key, number, label, start_offset, end_offset, width, height,"
+        " modality, boxes, ocr_confidence, confidences)"
+        " VALUES ((SELECT key FROM sources WHERE id = %s), %s, %s, %s, %s, %s, %s, %s, %s, %s,"
+        " %s)",
+        (
+            (
+                r["source_id"],
+                r["number"],
+                r["label"],
+                r["start"],
+                r["end"],
+                r["width"],
+                r["height"],
+                r["modality"],
+                r["boxes"],
+                r["ocr_confidence"],
+                r["confidences"],
+            )
+            for r in rows(
+                "SELECT p.*, s.id AS source_id FROM pages p JOIN sources s"
+                " ON s.key = p.source_key WHERE s.status = 'ready'"
+            )
+        ),
+    )
+    copy("chunks", _CHUNK_INSERT, _chunks(source))
+    copy(
+        "vectors",
+        "INSERT INTO vectors (embedder, vector_key, vector) VALUES (%s, %s, %s)",
+        (
+            (r["embedder"], r["vector_key"], np.frombuffer(r["vector"], dtype=np.float32))
+            for r in rows("SELECT * FROM vectors ORDER BY embedder, vector_key")
+        ),
+    )
+    copy(
+        "answers",
+        "INSERT INTO answers (id, tenant_id, answer_id, created_at, answer, conversation,"
+        " rendered, previous_id, key_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        (
+            (
+                r["id"],
+                r["tenant_id"],
+                r["answer_id"],
+                r["created_at"],
+                r["answer"],
+                r["conversation"],
+                r["rendered"],
+                r["previous_id"],
+                r["key_id"],
+            )
+            for r in rows("SELECT * FROM answers")
+        ),
+    )
+    copy(
+        "answer_sources",
+        "INSERT INTO answer_sources (source_id, response_id) VALUES (%s, %s)",
+        ((r["source_id"], r["response_id"]) for r in rows("SELECT * FROM answer_sources")),
+    )
+    copy(
+        "traces",
+        "INSERT INTO traces (answer_id, agent, created_at, trace) VALUES (%s, %s, %s, %s)",
+        (
+            (r["answer_id"], r["agent"], r["created_at"], r["trace"])
+            for r in rows("SELECT * FROM traces")
+        ),
+    )
+    # BM25's statistics, counted once from the copied chunks.
+    conn.execute(
+        "INSERT INTO lexical_terms (lexeme, chunks)"
+        " SELECT u.lexeme, count(*) FROM chunks c, unnest(c.lexemes) u GROUP BY u.lexeme"
+    )
+    conn.execute(
+        "INSERT INTO lexical_fields (field, chunks, terms)"
+        " SELECT lexical_field, count(*), sum(lexical_length) FROM chunks GROUP BY lexical_field"
+    )
+    return counts
+
+
+_CHUNK_INSERT = (
+    "INSERT INTO chunks (id, source_key, idx, start_offset, end_offset, heading_path,"
+    " page_numbers, sentences, language, vector_key, lexical_field, lexemes, lexical_length)"
+    " VALUES (%s, (SELECT key FROM sources WHERE id = %s), %s, %s, %s, %s, %s, %s, %s, %s, %s,"
+    " %s::tsvector, %s)"
+)
+
+
+def _chunks(source: sqlite3.Connection) -> Iterator[tuple[Any, ...]]:
+    for r in source.execute(
+        "SELECT c.*, s.id AS source_id, substr(s.text, c.start + 1, c.end - c.start) AS body"
+        " FROM chunks c JOIN sources s ON s.key = c.source_key WHERE s.status = 'ready'"
+        " ORDER BY c.key"
+    ):
+        terms = chunk_terms(r["body"], r["language"])
+        yield (
+            r["id"],
+            r["source_id"],
+            r["idx"],
+            r["start"],
+            r["end"],
+            r["heading_path"],
+            r["page_numbers"],
+            r["sentences"],
+            r["language"],
+            r["vector_key"],
+            terms.field,
+            terms.tsvector(),
+            terms.length,
+        )
+
+
+def _list_or_none(value: str | None) -> list[str] | None:
+    return None if value is None else list(json.loads(value))

@@ -1,0 +1,280 @@
+"""How the PostgreSQL store searches: each search one SQL statement, built here.
+
+- **Lexical**: BM25 computed in SQL. Each chunk keeps its terms exactly as the embedded store's
+  analyzers make them (``analysis.terms``: per-language stemming, Chinese segmented by jieba) in a
+  ``tsvector`` (GIN-indexed), each lexeme prefixed with its analyzer's name so that statistics
+  stay per language, as in the embedded store. The counts BM25 needs (chunks per term; chunks and
+  terms per analyzer) are kept in ``lexical_terms`` and ``lexical_fields`` by every write, so a
+  score is the embedded store's (tantivy's) score.
+- **Dense**: pgvector's cosine distance, written as the embedder's HNSW index has it.
+- **Hybrid**: both lists fused inside the same statement, with the semantics of fusion.py.
+- **Permissions**: ``allowed``, the sources the scope may see, is the first CTE of every statement,
+  and every ranking joins it before it ranks.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, LiteralString
+
+import numpy as np
+import psycopg
+from psycopg import sql
+from psycopg.rows import DictRow
+
+from citewell import analysis
+from citewell.store.base import Fusion, Scope, Vectors
+from citewell.store.filters import POSTGRES, SqlParam, compile_filter
+from citewell.store.fusion import best_part
+
+__all__ = ["ChunkTerms", "Search", "chunk_terms", "count_terms"]
+
+_K1, _B = 1.2, 0.75
+"""BM25's parameters, tantivy's (the embedded store's) values."""
+_HNSW_MIN_SHARE = 0.02
+"""Smallest share of all chunks a scope must allow for dense search to walk the HNSW graph: the
+graph walk visits at most 20,000 entries (pgvector's default), which at 2% still yields about
+400 allowed hits, four times the candidates a hybrid search takes."""
+_MAX_POSITIONS = 256
+"""Occurrences of one term a tsvector can record; a term counts at most this often in a chunk."""
+
+# The part one list contributes to a fused score, per ``Fusion.method`` (as in fusion.py), over a
+# list ``l`` of (score, rank).
+_FUSION_PARTS: dict[str, LiteralString] = {
+    "rrf": "1.0::float8 / (%(rrf_k)s + l.rank)",
+    "convex": (
+        "coalesce((l.score - min(l.score) OVER ())"
+        " / nullif(max(l.score) OVER () - min(l.score) OVER (), 0), 1.0::float8)"
+    ),
+}
+
+
+_NO_LEXICAL: LiteralString = "lexical AS (SELECT NULL::text AS id, NULL::float8 AS score LIMIT 0)"
+
+
+class Search:
+    """The parts (CTEs) of one search statement, and their parameters (by name).
+
+    ``allowed`` is the permission check: the sources the scope may see, which every ranking
+    joins before it ranks; each statement starts with it.
+    """
+
+    def __init__(
+        self,
+        scope: Scope,
+        *,
+        query: str,
+        vector: Vectors | None,
+        embedder: str,
+        dim: int,
+    ) -> None:
+        principal = scope.principal
+        bucket_ids = [
+            b for b in scope.bucket_ids if principal.bucket_ids is None or b in principal.bucket_ids
+        ]
+        self.nothing_allowed = not bucket_ids
+        lexemes = [
+            _lexeme(field, term)
+            for field, terms in analysis.query_terms(query).items()
+            for term in terms
+        ]
+        self.lexemes = lexemes
+        self._embedder = embedder
+        self._dim = dim
+        self.params: dict[str, Any] = {
+            "tenant_id": principal.tenant_id,
+            "bucket_ids": bucket_ids,
+            "lexemes": lexemes,
+            "tsquery": " | ".join(_quote(lexeme) for lexeme in lexemes),
+            "vector": None if vector is None else np.asarray(vector, dtype=np.float32),
+        }
+        conditions: list[str] = ["b.tenant_id = %(tenant_id)s", "b.id = ANY(%(bucket_ids)s)"]
+        if not scope.include_superseded:
+            conditions.append("s.superseded_by IS NULL")
+        if not principal.sees_all_labels:
+            conditions.append("(cardinality(s.acl) = 0 OR s.acl && %(acl_labels)s::text[])")
+            self.params["acl_labels"] = sorted(principal.acl_labels)
+        if scope.filters is not None:
+            condition, filter_params = compile_filter(scope.filters, POSTGRES)
+            conditions.append(f"({self._named(condition, filter_params)})")
+        self.allowed = sql.SQL(
+            "allowed AS (SELECT s.key, s.chunk_count FROM sources s"
+            " JOIN buckets b ON b.key = s.bucket_key"
+            f" WHERE {' AND '.join(conditions)})"
+        )
+
+    def _named(self, condition: str, params: list[SqlParam]) -> str:
+        """The condition with its positional placeholders named (``filter_0``, ...)."""
+        parts = condition.split("%s")
+        named = parts[0]
+        for index, (part, param) in enumerate(zip(parts[1:], params, strict=True)):
+            self.params[f"filter_{index}"] = param
+            named += f"%(filter_{index})s{part}"
+        return named
+
+    def lexical(self, limit: int) -> sql.Composed:
+        """CTEs ending in ``lexical (id, score)``: BM25, best first, at most ``limit``."""
+        self.params["lexical_limit"] = limit
+        return sql.SQL(
+            "totals AS (SELECT sum(chunks)::float8 AS chunks FROM lexical_fields),"
+            " query_terms AS (SELECT t.lexeme,"
+            " ln(1 + (n.chunks - t.chunks + 0.5) / (t.chunks + 0.5)) AS idf"
+            " FROM lexical_terms t CROSS JOIN totals n WHERE t.lexeme = ANY(%(lexemes)s)),"
+            " lexical AS (SELECT c.id, sum(q.idf * {k1_1} * cardinality(u.positions)"
+            " / (cardinality(u.positions) + {k1} * (1 - {b} + {b} * c.lexical_length"
+            " / (f.terms / n.chunks)))) AS score"
+            " FROM chunks c JOIN lexical_fields f ON f.field = c.lexical_field"
+            " CROSS JOIN totals n CROSS JOIN LATERAL unnest(c.lexemes) AS u"
+            " JOIN query_terms q ON q.lexeme = u.lexeme"
+            " WHERE c.lexemes @@ %(tsquery)s::tsquery"
+            " AND c.source_key IN (SELECT key FROM allowed)"
+            ' GROUP BY c.id ORDER BY score DESC, c.id COLLATE "C" LIMIT %(lexical_limit)s)'
+        ).format(k1_1=sql.Literal(_K1 + 1), k1=sql.Literal(_K1), b=sql.Literal(_B))
+
+    def steer(self, exact_below: int) -> sql.Composed:
+        """A statement that, for the rest of the transaction, makes dense search walk the HNSW
+        graph when the scope allows at least ``exact_below`` chunks and at least
+        ``_HNSW_MIN_SHARE`` of all chunks, and otherwise scan exactly (sorting every allowed
+        chunk's distance).
+
+        The planner cannot tell on its own: it cannot estimate how many chunks a scope (ACL
+        labels, filters) allows. An exact scan is exact, and fast for small scopes; a filtered
+        graph walk (iterative, in strict order) stays fast for large ones but slows down as the
+        scope narrows (bench/postgres.py), and past pgvector's ``hnsw.max_scan_tuples`` (20,000
+        index entries) it stops with fewer hits than asked for.
+        """
+        self.params["exact_below"] = exact_below
+        return sql.SQL(
+            "WITH {}, size AS (SELECT coalesce(sum(chunk_count), 0) AS allowed,"
+            " (SELECT coalesce(sum(chunks), 0) FROM lexical_fields) AS total FROM allowed)"
+            " SELECT set_config('enable_sort', CASE WHEN allowed >= %(exact_below)s"
+            " AND allowed >= total * {share} THEN 'off' ELSE 'on' END, true) FROM size"
+        ).format(self.allowed, share=sql.Literal(_HNSW_MIN_SHARE))
+
+    def dense(self, limit: int) -> sql.Composed:
+        """CTEs ending in ``dense (id, distance, score)``: the nearest, at most ``limit``, in no
+        order (ties at the limit fall either way)."""
+        self.params["dense_limit"] = limit
+        # The expression and the embedder as the HNSW index has them, so the planner can use it;
+        # ordered by distance alone, which the index scan gives.
+        return sql.SQL(
+            "dense AS (SELECT id, distance, 1 - distance AS score FROM"
+            " (SELECT c.id, v.vector::vector({dim}) <=> %(vector)s::vector({dim}) AS distance"
+            " FROM vectors v JOIN chunks c ON c.vector_key = v.vector_key"
+            " WHERE v.embedder = {embedder} AND c.source_key IN (SELECT key FROM allowed)"
+            " ORDER BY distance LIMIT %(dense_limit)s) nearest)"
+        ).format(dim=sql.Literal(self._dim), embedder=sql.Literal(self._embedder))
+
+    def hybrid(self, fusion: Fusion, limit: int) -> sql.Composed:
+        """The whole statement of a hybrid search: both rankings, fused as fusion.py fuses them.
+
+        Rows: id, fused, lexical, lexical_rank, dense, dense_rank; best first.
+        """
+        self.params.update(
+            rrf_k=fusion.rrf_k,
+            lexical_weight=fusion.lexical_weight,
+            best=best_part(fusion),
+            limit=limit,
+        )
+        ranked = sql.SQL(", ").join(
+            [
+                self.allowed,
+                self.lexical(fusion.candidates) if self.lexemes else sql.SQL(_NO_LEXICAL),
+                self.dense(fusion.candidates),
+            ]
+        )
+        # As fusion.py: a list that found nothing gives the other the whole weight.
+        return sql.SQL(
+            "WITH {ranked},"
+            " lex AS (SELECT id, score, row_number() OVER"
+            ' (ORDER BY score DESC, id COLLATE "C") AS rank FROM lexical),'
+            " den AS (SELECT id, score, row_number() OVER"
+            ' (ORDER BY distance, id COLLATE "C") AS rank FROM dense),'
+            " lex_part AS (SELECT l.*, {part} AS part FROM lex l),"
+            " den_part AS (SELECT l.*, {part} AS part FROM den l),"
+            " weight AS (SELECT CASE WHEN NOT EXISTS (SELECT FROM lex) THEN 0.0::float8"
+            " WHEN NOT EXISTS (SELECT FROM den) THEN 1.0::float8"
+            " ELSE %(lexical_weight)s::float8 END AS w),"
+            " fused AS (SELECT coalesce(l.id, d.id) AS id, l.score AS lexical,"
+            " l.rank AS lexical_rank, d.score AS dense, d.rank AS dense_rank,"
+            " w.w * coalesce(l.part, 0.0::float8) + (1 - w.w) * coalesce(d.part, 0.0::float8)"
+            " AS raw, w.w * %(best)s::float8 + (1 - w.w) * %(best)s::float8 AS best"
+            " FROM lex_part l FULL JOIN den_part d ON d.id = l.id CROSS JOIN weight w)"
+            " SELECT id, least(1.0::float8, raw / best) AS fused, lexical, lexical_rank, dense,"
+            ' dense_rank FROM fused ORDER BY raw DESC, id COLLATE "C" LIMIT %(limit)s'
+        ).format(ranked=ranked, part=sql.SQL(_FUSION_PARTS[fusion.method]))
+
+
+# lexical terms -------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ChunkTerms:
+    """A chunk's terms as its lexical index entry holds them."""
+
+    field: str
+    counts: dict[str, int]
+    """Occurrences per lexeme."""
+    length: int
+    """Terms in all (BM25's document length)."""
+
+    @classmethod
+    def stored(cls, field: str, lexemes: list[str], length: int) -> ChunkTerms:
+        """A stored chunk's terms, as far as BM25's statistics count them."""
+        return cls(field, dict.fromkeys(lexemes, 1), length)
+
+    def tsvector(self) -> str:
+        """The text form of the tsvector: each lexeme with as many positions as it occurs."""
+        return " ".join(
+            f"{_quote(lexeme)}:{','.join(map(str, range(1, min(n, _MAX_POSITIONS) + 1)))}"
+            for lexeme, n in self.counts.items()
+        )
+
+
+def _lexeme(field: str, term: str) -> str:
+    """A term as a lexeme: prefixed by its analyzer, so languages keep their own statistics."""
+    return f"{field.removeprefix('text_')}/{term}"
+
+
+def chunk_terms(text: str, language: str | None) -> ChunkTerms:
+    field = analysis.field_name(language)
+    terms = analysis.terms(text, language)
+    return ChunkTerms(field, dict(Counter(_lexeme(field, term) for term in terms)), len(terms))
+
+
+def _quote(lexeme: str) -> str:
+    """A lexeme quoted for tsvector and tsquery input."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def count_terms(
+    conn: psycopg.Connection[DictRow], chunks: Sequence[ChunkTerms], *, sign: int
+) -> None:
+    """Add (``sign`` 1) or remove (-1) chunks from BM25's statistics.
+
+    Rows are updated in lexeme order, the same in every transaction, so concurrent writers wait
+    for each other instead of deadlocking.
+    """
+    holding = Counter(lexeme for chunk in chunks for lexeme in chunk.counts)
+    fields: dict[str, list[int]] = {}
+    for chunk in chunks:
+        counted = fields.setdefault(chunk.field, [0, 0])
+        counted[0] += 1
+        counted[1] += chunk.length
+    lexemes = sorted(holding)
+    conn.execute(
+        "INSERT INTO lexical_terms (lexeme, chunks)"
+        " SELECT * FROM unnest(%s::text[], %s::bigint[]) ORDER BY 1"
+        " ON CONFLICT (lexeme) DO UPDATE SET chunks = lexical_terms.chunks + excluded.chunks",
+        (lexemes, [sign * holding[lexeme] for lexeme in lexemes]),
+    )
+    names = sorted(fields)
+    conn.execute(
+        "INSERT INTO lexical_fields (field, chunks, terms)"
+        " SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[]) ORDER BY 1"
+        " ON CONFLICT (field) DO UPDATE SET chunks = lexical_fields.chunks + excluded.chunks,"
+        " terms = lexical_fields.terms + excluded.terms",
+        (names, [sign * fields[n][0] for n in names], [sign * fields[n][1] for n in names]),
+    )
+    if sign < 0:
+        conn.execute("DELETE FROM lexical_terms WHERE lexeme = ANY(%s) AND chunks <= 0", (lexemes,))
