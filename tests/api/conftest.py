@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Protocol
 
+import pypdfium2
 import pytest
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
@@ -62,6 +65,16 @@ class Response(Protocol):
     def text(self) -> str: ...
 
     def json(self) -> Any: ...
+
+
+def two_scans(documents: Path) -> bytes:
+    """A PDF of two scanned pages: the Docling notice, then the LinnSequencer leaflet."""
+    merged = pypdfium2.PdfDocument.new()
+    for name in ("docling_ocr_test.pdf", "ocrmypdf_linn.pdf"):
+        merged.import_pages(pypdfium2.PdfDocument(documents / "pdf_scanned" / name))
+    buffer = io.BytesIO()
+    merged.save(buffer)
+    return buffer.getvalue()
 
 
 def upload(client: TestClient, bucket: str, filename: str, data: bytes, **form: str) -> Response:

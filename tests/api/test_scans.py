@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import threading
 import time
 from collections.abc import Iterator
@@ -10,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pypdfium2
 import pytest
 from fastapi.testclient import TestClient
 
@@ -21,7 +19,7 @@ from citewell.ingest.jobs import IngestJob
 from citewell.ingest.ocr import PageImage, PageText, Recogniser
 from citewell.library import Library
 from citewell.model import Principal
-from tests.api.conftest import assert_error, search, upload
+from tests.api.conftest import assert_error, search, two_scans, upload
 
 PHRASE = "Reduce your risk of coronavirus infection"
 
@@ -173,20 +171,10 @@ def test_a_processing_source_is_hidden_from_callers_who_cannot_see_it(
         library.close()
 
 
-def _two_scans(documents: Path) -> bytes:
-    """A PDF of two scanned pages: the Docling notice, then the LinnSequencer leaflet."""
-    merged = pypdfium2.PdfDocument.new()
-    for name in ("docling_ocr_test.pdf", "ocrmypdf_linn.pdf"):
-        merged.import_pages(pypdfium2.PdfDocument(documents / "pdf_scanned" / name))
-    buffer = io.BytesIO()
-    merged.save(buffer)
-    return buffer.getvalue()
-
-
 def test_a_citation_into_a_scan_lands_on_its_page_and_covers_its_ocr_words(
     client: TestClient, documents: Path
 ) -> None:
-    source_id = upload(client, "scans", "scans.pdf", _two_scans(documents)).json()["source"]["id"]
+    source_id = upload(client, "scans", "scans.pdf", two_scans(documents)).json()["source"]["id"]
     assert _until_settled(client, source_id)["status"] == "ready"
     response = client.post(
         "/v1/responses",

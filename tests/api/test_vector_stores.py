@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import threading
 import time
 from collections.abc import Iterator
@@ -10,7 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pypdfium2
 import pytest
 from fastapi.testclient import TestClient
 
@@ -22,7 +20,7 @@ from citewell.ingest.ocr import PageImage, PageText, Recogniser
 from citewell.library import Library
 from citewell.model import Permission, Principal, Source
 from citewell.store.base import SourceDraft
-from tests.api.conftest import assert_error, upload
+from tests.api.conftest import assert_error, two_scans, upload
 
 REFUNDS = b"# Refunds\n\nA refund is paid within thirty days of the request.\n"
 HOLIDAYS = b"# Holidays\n\nEvery employee has twenty-five days of paid leave a year.\n"
@@ -472,16 +470,6 @@ def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[OcrGate]:
 def scan(documents: Path) -> bytes:
     """A PDF of one scanned page: one sentence (``DOCLING``)."""
     return (documents / "pdf_scanned" / "docling_ocr_test.pdf").read_bytes()
-
-
-def two_scans(documents: Path) -> bytes:
-    """A PDF of two scanned pages: ``scan``, then the LinnSequencer leaflet."""
-    merged = pypdfium2.PdfDocument.new()
-    for name in ("docling_ocr_test.pdf", "ocrmypdf_linn.pdf"):
-        merged.import_pages(pypdfium2.PdfDocument(documents / "pdf_scanned" / name))
-    buffer = io.BytesIO()
-    merged.save(buffer)
-    return buffer.getvalue()
 
 
 def settled(client: TestClient, store: str, file_id: str) -> dict[str, Any]:
