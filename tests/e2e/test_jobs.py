@@ -1,12 +1,13 @@
 """Background ingests outlive the server process reading them: two real servers on one
 PostgreSQL database, one killed while OCR reads a scan, the other finishing it; and one server
-killed and started again on its own data folder, finishing it itself."""
+killed (or stopped with Ctrl-C) and started again on its own data folder, finishing it itself."""
 
 from __future__ import annotations
 
 import io
 import os
 import signal
+import sqlite3
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -68,13 +69,17 @@ def source(url: str, source_id: str) -> dict[str, Any]:
     return body
 
 
-def upload_and_kill_mid_ocr(url: str, process: subprocess.Popen[str], scan: bytes) -> str:
-    """Upload the scan, SIGKILL the server once OCR has read a page; the source's id."""
-    assert httpx.post(f"{url}/v1/buckets", json={"slug": "scans"}).status_code == 201
+def upload_and_stop_mid_ocr(
+    url: str, process: subprocess.Popen[str], scan: bytes, stop: signal.Signals
+) -> str:
+    """Upload the scan, send ``stop`` to the server once OCR has read a page, wait for it to
+    end; the source's id."""
+    assert httpx.post(f"{url}/v1/buckets", json={"slug": "scans"}, timeout=60).status_code == 201
     assert (
         httpx.post(
             f"{url}/v1/buckets/scans/sources",
             files={"file": ("notes.txt", b"Kept whatever happens.", "text/plain")},
+            timeout=60,
         ).status_code
         == 201
     )
@@ -86,8 +91,8 @@ def upload_and_kill_mid_ocr(url: str, process: subprocess.Popen[str], scan: byte
     assert response.status_code == 202, response.text
     source_id: str = response.json()["source"]["id"]
     until(lambda: source(url, source_id)["progress"]["pages_done"] >= 1, "a page read")
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait(timeout=30)
+    os.kill(process.pid, stop)
+    process.wait(timeout=60)
     return source_id
 
 
@@ -97,7 +102,7 @@ def assert_stored_once(url: str, source_id: str, scan: bytes) -> None:
         "the scan stored",
     )
     assert (ready["page_count"], ready["byte_size"]) == (8, len(scan))
-    listed = httpx.get(f"{url}/v1/buckets/scans/sources").json()["data"]
+    listed = httpx.get(f"{url}/v1/buckets/scans/sources", timeout=60).json()["data"]
     assert sorted((s["filename"], s["id"] == source_id) for s in listed) == [
         ("notes.txt", False),
         ("scans.pdf", True),
@@ -120,7 +125,7 @@ def test_a_scan_whose_server_is_killed_mid_ocr_is_finished_by_another_once(
     with ExitStack() as servers:
         a_url, a_process = servers.enter_context(serving(shared, tmp_path / "a.log", env))
         b_url, _ = servers.enter_context(serving(shared, tmp_path / "b.log", env))
-        source_id = upload_and_kill_mid_ocr(a_url, a_process, scan)
+        source_id = upload_and_stop_mid_ocr(a_url, a_process, scan, signal.SIGKILL)
         # B sees the job A left, unfinished, until A's lease runs out and B takes it over.
         assert source(b_url, source_id)["status"] == "processing"
         assert_stored_once(b_url, source_id, scan)
@@ -132,12 +137,24 @@ def test_a_scan_whose_server_is_killed_mid_ocr_is_finished_by_another_once(
     assert (jobs, stored) == ([(source_id, "done", 2)], (1,))
 
 
-def test_a_scan_whose_only_server_is_killed_mid_ocr_is_finished_after_a_restart(
-    tmp_path: Path, documents: Path
+@pytest.mark.parametrize(
+    ("stop", "attempts"),
+    [
+        (signal.SIGKILL, 2),
+        # A server stopping cleanly gives the job back: the run it cut short is not counted.
+        (signal.SIGINT, 1),
+    ],
+)
+def test_a_scan_whose_only_server_stops_mid_ocr_is_finished_after_a_restart(
+    tmp_path: Path, documents: Path, stop: signal.Signals, attempts: int
 ) -> None:
     scan = eight_scanned_pages(documents)
     data = tmp_path / "data"
     with serving(data, tmp_path / "first.log", {}) as (url, process):
-        source_id = upload_and_kill_mid_ocr(url, process, scan)
+        source_id = upload_and_stop_mid_ocr(url, process, scan, stop)
     with serving(data, tmp_path / "again.log", {}) as (url, _):
         assert_stored_once(url, source_id, scan)
+    with sqlite3.connect(data / "citewell.db") as db:
+        jobs = db.execute("SELECT id, state, attempts FROM ingest_jobs").fetchall()
+    db.close()
+    assert jobs == [(source_id, "done", attempts)]
