@@ -496,8 +496,9 @@ class Library:
     def _run(
         self, job: IngestJob, data: bytes | None, started: Callable[[int], None] | None
     ) -> IngestResult:
-        """Ingest a job's file: sent now (``data``, and ``started`` hears when OCR starts,
-        which makes it a job) or taken over (its bytes saved in the store), and end the job."""
+        """Ingest a job's file, sent now (``data``; ``started`` hears when OCR starts, which
+        makes it a job) or taken over (its bytes saved in the store), and end the job. A file
+        sent now that needs no OCR never becomes a job: then ``started`` stays set."""
 
         def progress(done: int, total: int) -> None:
             nonlocal started
@@ -522,10 +523,12 @@ class Library:
                 source_id=job.source_id,
             )
         except Exception as error:
-            if not self._stopping.is_set():  # else OCR was cancelled: ``close`` gives it back
+            # While stopping, OCR was cancelled: ``close`` gives the job back.
+            if started is None and not self._stopping.is_set():
                 self._fail(job, error)
             raise
-        self.store.finish_job(job.source_id, owner=self.worker_id, result_id=result.source.id)
+        if started is None:
+            self.store.finish_job(job.source_id, owner=self.worker_id, result_id=result.source.id)
         return result
 
     def _fail(self, job: IngestJob, error: Exception) -> None:
