@@ -153,8 +153,9 @@ class Recogniser:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
     def read(self, pages: Sequence[PageImage], progress: Progress | None = None) -> list[PageText]:
-        """Read the pages, in their order. The first failure cancels the pages not yet begun
-        and is raised once the pages begun are done (they may use what the caller frees then).
+        """Read the pages, in their order. The first page to fail, in that order, cancels the
+        pages not yet begun and is raised once the pages begun are done (they may use what the
+        caller frees then); ``CancelledError`` when the recogniser closes meanwhile.
 
         Raises ``ConfigError`` when a configured language model is missing. No pages: no
         progress reported, and tesseract need not be installed.
