@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from citewell.config import OcrSettings, RetrieveSettings, Settings
+import pytest
+from pydantic import ValidationError
+
+from citewell.config import JobSettings, OcrSettings, RetrieveSettings, Settings
 
 
 def test_the_fingerprint_changes_with_what_is_indexed_only() -> None:
@@ -13,3 +16,9 @@ def test_the_fingerprint_changes_with_what_is_indexed_only() -> None:
     # How many threads or workers do the work changes nothing in the result.
     assert Settings(ocr=OcrSettings(workers=3)).fingerprint() == base.fingerprint()
     assert Settings(retrieve=RetrieveSettings(threads=3)).fingerprint() == base.fingerprint()
+
+
+def test_a_lease_is_renewed_at_least_twice_before_it_runs_out() -> None:
+    assert JobSettings(lease_seconds=3, poll_seconds=1.5).lease_seconds == 3
+    with pytest.raises(ValidationError, match="at most half"):
+        JobSettings(lease_seconds=3, poll_seconds=2)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "CiteSettings",
     "GenerateSettings",
     "IngestSettings",
+    "JobSettings",
     "LinkSettings",
     "MIN_LINK_SECRET",
     "OcrSettings",
@@ -292,6 +293,34 @@ class OcrSettings(_Group):
     )
 
 
+class JobSettings(_Group):
+    lease_seconds: float = Field(
+        default=60,
+        gt=0,
+        description="How long a server process holds a background ingest (a file read with "
+        "OCR) without renewing its lease; once it runs out (the process died), another "
+        "process sharing the store reads the file again.",
+    )
+    poll_seconds: float = Field(
+        default=2,
+        gt=0,
+        description="How often a server process renews its leases and looks for background "
+        "ingests to take over; keep it well under `lease_seconds`.",
+    )
+    max_attempts: int = Field(
+        default=3,
+        ge=1,
+        description="Runs of a background ingest before it fails, when every run ends with "
+        "its process stopping.",
+    )
+
+    @model_validator(mode="after")
+    def _renewed_in_time(self) -> JobSettings:
+        if self.poll_seconds * 2 > self.lease_seconds:
+            raise ValueError("jobs.poll_seconds must be at most half of jobs.lease_seconds")
+        return self
+
+
 class Settings(BaseSettings):
     """All of citewell's settings."""
 
@@ -328,6 +357,7 @@ class Settings(BaseSettings):
     privacy: PrivacySettings = Field(default_factory=PrivacySettings)
     links: LinkSettings = Field(default_factory=LinkSettings)
     ocr: OcrSettings = Field(default_factory=OcrSettings)
+    jobs: JobSettings = Field(default_factory=JobSettings)
     postgres: PostgresSettings = Field(default_factory=PostgresSettings)
 
     def fingerprint(self) -> str:

@@ -14,13 +14,14 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
+import os
 import re
 import secrets
+import socket
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
-from functools import partial
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import IO
 
@@ -47,7 +48,7 @@ from citewell.errors import (
 )
 from citewell.ingest import detect_media_type, parse, read_limited
 from citewell.ingest.chunk import chunk_document, chunk_text_for_embedding
-from citewell.ingest.jobs import IngestJob, IngestJobs, JobState
+from citewell.ingest.jobs import IngestJob
 from citewell.ingest.ocr import Ocr, Progress, Recogniser
 from citewell.ingest.segment import sentence_spans
 from citewell.language import detect_language
@@ -64,7 +65,7 @@ from citewell.model import (
 )
 from citewell.retrieve.search import search
 from citewell.store import Store, open_store
-from citewell.store.base import SourceDraft, Vectors, new_source_id
+from citewell.store.base import SourceDraft, Vectors, job_under_way, new_source_id
 from citewell.store.blobs import content_hash
 
 __all__ = ["Library"]
@@ -97,7 +98,12 @@ class Library:
         self._backfill_lock = threading.Lock()
         self._recogniser = Recogniser(settings.ocr)
         self._background = ThreadPoolExecutor(_BACKGROUND_INGESTS, thread_name_prefix="ingest")
-        self.jobs = IngestJobs()
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+        """Who holds the leases of the background ingests this library runs."""
+        self._runs = 0  # background ingests under way here
+        self._runs_lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._worker: threading.Thread | None = None
 
     @classmethod
     def open(cls, settings: Settings) -> Library:
@@ -108,10 +114,23 @@ class Library:
 
     def close(self) -> None:
         """Close the store, after background ingests have stopped: pages not yet read by OCR
-        are cancelled (their ingests fail), pages being read are finished."""
+        are cancelled, pages being read are finished, and the ingests that did not end are
+        given back to the store, for the next process on it to read again."""
+        self._stopping.set()
+        if self._worker is not None:
+            self._worker.join()
         self._recogniser.close()
         self._background.shutdown(wait=True)
+        self.store.release_jobs(owner=self.worker_id)
         self.store.close()
+
+    def start_worker(self) -> None:
+        """Keep, until ``close``, the leases of this library's background ingests, and take
+        over those whose process died (``citewell.ingest.jobs``). Once is enough."""
+        with self._runs_lock:
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._work, name="ingest-jobs", daemon=True)
+                self._worker.start()
 
     def ocr(self, progress: Progress | None = None) -> Ocr:
         """OCR for one document, on the process's pool of OCR workers."""
@@ -283,11 +302,12 @@ class Library:
         """
         target = self.get_bucket(bucket, principal=principal)
         digest = content_hash(data)
-        running = self.jobs.processing(target.id, digest)
+        running = self.store.find_job(target.id, digest)
         if running is not None:
             return running
         job = IngestJob(
             source_id=new_source_id(),
+            tenant_id=target.tenant_id,
             bucket_id=target.id,
             filename=_clean_filename(filename),
             mime_type=detect_media_type(data, filename),
@@ -296,64 +316,55 @@ class Library:
             acl=acl,
             metadata=_clean_metadata(metadata or {}),
             effective_date=effective_date,
+            created_at=dt.datetime.now(dt.UTC),
         )
         ocr_started = threading.Event()
 
-        def progress(done: int, total: int) -> None:
-            job.progress(done, total)
+        def started(total: int) -> None:
+            # Only now is it a job: a file that needs no OCR is stored before submit returns.
+            self.store.add_job(
+                replace(job, pages_total=total),
+                data,
+                owner=self.worker_id,
+                lease_seconds=self.settings.jobs.lease_seconds,
+            )
+            self.start_worker()
             ocr_started.set()
 
-        future = self._background.submit(
-            self.ingest,
-            data,
-            filename=job.filename,
-            bucket=target.id,
-            media_type=job.mime_type,
-            effective_date=effective_date,
-            acl=acl,
-            metadata=job.metadata,
-            principal=principal,
-            progress=progress,
-            source_id=job.source_id,
-        )
+        future = self._start(job, data, started)
         future.add_done_callback(lambda _: ocr_started.set())
         ocr_started.wait()
         if future.done():
             return future.result()
-        self.jobs.add(job)
-        future.add_done_callback(partial(self._finish_job, job))
-        return job
+        return self.store.get_job(job.source_id)
 
     def ingest_job(self, source_id: str, *, principal: Principal = LOCAL) -> IngestJob:
         """The background ingest (``submit``) of a source, while it runs and after it ended.
 
         Raises ``NotFound`` for none, or one in a bucket or under an ACL the caller cannot see.
         """
-        job = self.jobs.get(source_id)
-        if job is None or not principal.can_see(job.acl):
+        job = self.store.get_job(source_id)
+        if not principal.can_see(job.acl):
             raise NotFound(f"no source '{source_id}'", param="source_id")
         self.get_bucket(job.bucket_id, principal=principal)
         return job
 
     def ingest_jobs(self, bucket: str, *, principal: Principal = LOCAL) -> list[IngestJob]:
         """The background ingests into a bucket that the caller may see, oldest first: those
-        running, and those that ended lately (``ingest_job``)."""
+        under way, and those that ended lately (``ingest_job``)."""
         target = self.get_bucket(bucket, principal=principal)
-        return [job for job in self.jobs.in_bucket(target.id) if principal.can_see(job.acl)]
+        return [job for job in self.store.list_jobs(target.id) if principal.can_see(job.acl)]
 
     def forget_job(self, source_id: str, *, principal: Principal = LOCAL) -> None:
         """Forget a background ingest that ended, so that its failure is no longer reported.
 
-        Raises ``Conflict`` while it runs (it cannot be stopped) and ``NotFound`` as
+        Raises ``Conflict`` while it is under way (it cannot be stopped) and ``NotFound`` as
         ``ingest_job`` does.
         """
         job = self.ingest_job(source_id, principal=principal)
-        if job.state is JobState.PROCESSING:
-            raise Conflict(
-                f"source '{source_id}' is still being read with OCR; it cannot be stopped",
-                param="source_id",
-            )
-        self.jobs.forget(job)
+        if job.active:
+            raise job_under_way(source_id)
+        self.store.delete_job(job.source_id)
 
     def ingest_path(self, path: Path | str, *, bucket: str, **options: object) -> IngestResult:
         """``ingest`` a file from disk; its size is checked before it is read."""
@@ -445,15 +456,91 @@ class Library:
         return done
 
     # internals -------------------------------------------------------------------------------
-    def _finish_job(self, job: IngestJob, future: Future[IngestResult]) -> None:
-        error = future.exception()
-        if error is None:
-            self.jobs.finish(job, future.result(), None)
-            return
+    def _work(self) -> None:
+        """Renew this library's leases and take over jobs left behind, every poll, until
+        ``close``. A failing store is logged and tried again at the next poll."""
+        jobs = self.settings.jobs
+        while not self._stopping.wait(jobs.poll_seconds):
+            try:
+                self.store.renew_jobs(owner=self.worker_id, lease_seconds=jobs.lease_seconds)
+                while self._has_room() and (claimed := self._claim()) is not None:
+                    self._start(claimed, None, None)
+            except CitewellError as error:
+                logger.warning("background ingests: %s", error.message)
+
+    def _has_room(self) -> bool:
+        """Whether to take over another job: no more at once than there are OCR workers,
+        so that a process does not hoard the jobs a dead one left."""
+        with self._runs_lock:
+            return self._runs < self.settings.ocr.workers and not self._stopping.is_set()
+
+    def _claim(self) -> IngestJob | None:
+        jobs = self.settings.jobs
+        return self.store.claim_job(
+            owner=self.worker_id, lease_seconds=jobs.lease_seconds, max_attempts=jobs.max_attempts
+        )
+
+    def _start(
+        self, job: IngestJob, data: bytes | None, started: Callable[[int], None] | None
+    ) -> Future[IngestResult]:
+        with self._runs_lock:
+            self._runs += 1
+        future = self._background.submit(self._run, job, data, started)
+        future.add_done_callback(lambda _: self._ended())
+        return future
+
+    def _ended(self) -> None:
+        with self._runs_lock:
+            self._runs -= 1
+
+    def _run(
+        self, job: IngestJob, data: bytes | None, started: Callable[[int], None] | None
+    ) -> IngestResult:
+        """Ingest a job's file, sent now (``data``; ``started`` hears when OCR starts, which
+        makes it a job) or taken over (its bytes saved in the store), and end the job. A file
+        sent now that needs no OCR never becomes a job: then ``started`` stays set."""
+
+        def progress(done: int, total: int) -> None:
+            nonlocal started
+            if started is not None:
+                started(total)
+                started = None
+            else:
+                self.store.job_progress(job.source_id, owner=self.worker_id, done=done, total=total)
+
+        try:
+            result = self.ingest(
+                self.store.job_content(job.source_id) if data is None else data,
+                filename=job.filename,
+                bucket=job.bucket_id,
+                media_type=job.mime_type,
+                effective_date=job.effective_date,
+                acl=job.acl,
+                metadata=job.metadata,
+                # Whoever submitted the job was let in then; it runs as its tenant.
+                principal=Principal(tenant_id=job.tenant_id, sees_all_labels=True),
+                progress=progress,
+                source_id=job.source_id,
+            )
+        except Exception as error:
+            # While stopping, OCR was cancelled: ``close`` gives the job back.
+            if started is None and not self._stopping.is_set():
+                self._fail(job, error)
+            raise
+        if started is None:
+            self.store.finish_job(job.source_id, owner=self.worker_id, result_id=result.source.id)
+        return result
+
+    def _fail(self, job: IngestJob, error: Exception) -> None:
         if not isinstance(error, CitewellError):
             logger.warning("background ingest of %s failed", job.source_id, exc_info=error)
         message = error.message if isinstance(error, CitewellError) else "the ingest failed"
-        self.jobs.finish(job, None, message, unreadable=isinstance(error, IngestError))
+        self.store.finish_job(
+            job.source_id,
+            owner=self.worker_id,
+            error=message,
+            unreadable=isinstance(error, IngestError),
+        )
 
     def _refuse_taken(self, slug: str, principal: Principal) -> None:
         """Refuse a slug in use before a long import, not after it."""

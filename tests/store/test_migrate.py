@@ -12,8 +12,10 @@ from click.testing import CliRunner
 
 from citewell.cli import main
 from citewell.errors import Conflict, NotFound
+from citewell.ingest.jobs import IngestJob
 from citewell.model import Agent, ApiKey, Modality, Page, Permission, Principal, Span, Trace
 from citewell.store.base import Fusion, Scope, Store, StoredAnswer, StoredTrace
+from citewell.store.blobs import content_hash
 from citewell.store.migrate import copy_embedded
 from citewell.store.postgres import PostgresStore
 from citewell.store.sqlite import SQLiteStore
@@ -79,6 +81,25 @@ def embedded_library(folder: Path) -> None:
             "ans_1", "citewell-agent", dt.datetime.now(dt.UTC), Trace(settings_fingerprint="x")
         )
     )
+    scan = b"%PDF- a scan being read"
+    under_way = IngestJob(
+        source_id="src_scan",
+        tenant_id="default",
+        bucket_id=bucket,
+        filename="scan.pdf",
+        mime_type="application/pdf",
+        content_hash=content_hash(scan),
+        byte_size=len(scan),
+        acl=frozenset({"hr"}),
+        metadata={"year": 2026},
+        effective_date=dt.date(2026, 1, 1),
+        created_at=dt.datetime.now(dt.UTC),
+        pages_total=2,
+    )
+    store.add_job(under_way, scan, owner="a server", lease_seconds=60)
+    ended = dataclasses.replace(under_way, source_id="src_ended", content_hash=content_hash(b"x"))
+    store.add_job(ended, b"x", owner="a server", lease_seconds=60)
+    store.finish_job("src_ended", owner="a server", error="page 1 could not be read")
     store.close()
 
 
@@ -118,6 +139,10 @@ def everything(store: Store) -> list[object]:
                     ),
                 ]
     found += [
+        [
+            [job for job in store.list_jobs(b.id) if job.active]
+            for b in store.list_buckets(tenant_id="default")
+        ],
         store.get_key("key_1"),
         store.get_answer("resp_1", tenant_id=tenants[1].id),
         [(t.answer_id, t.agent, t.trace) for t in store.list_traces()],
@@ -134,8 +159,10 @@ def test_a_copy_answers_every_question_as_the_embedded_store_does(
     try:
         counts = copy_embedded(tmp_path, target)
         assert (counts["sources"], counts["pages"], counts["chunks"]) == (3, 1, 5)
+        assert counts["ingest_jobs"] == 1  # the one under way, not the one that failed
         embedded = SQLiteStore(tmp_path, embedder=EMBEDDER, dim=DIM)
         try:
+            embedded.release_jobs(owner="a server")  # as the copy queues it
             expected = everything(embedded)
         finally:
             embedded.close()

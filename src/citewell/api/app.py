@@ -77,6 +77,7 @@ def create_app(
         app.state.keys = KeyRing(opened.store, admin_key=settings.admin_key)
         app.state.links = LinkSigner.open(opened.settings.links, opened.settings.data_dir)
         app.state.started_at = int(time.time())
+        opened.start_worker()  # takes over the background ingests of servers that died
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

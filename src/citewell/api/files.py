@@ -36,7 +36,6 @@ from citewell.api.errors import is_anthropic, request_id
 from citewell.api.sources import read_upload
 from citewell.errors import Conflict, InvalidRequest, StoreError, UnsupportedFormat
 from citewell.ingest import detect_media_type
-from citewell.ingest.jobs import JobState
 from citewell.library import Library
 from citewell.model import Principal
 from citewell.store.files import DEFAULT_PURPOSE, FileStore, StoredFile
@@ -245,7 +244,7 @@ async def delete_file(
 def _delete(files: FileStore, library: Library, file_id: str, principal: Principal) -> None:
     files.get(file_id, tenant_id=principal.tenant_id)
     jobs = library.jobs_of_file(file_id, principal=principal)
-    if reading := next((job for job in jobs if job.state is JobState.PROCESSING), None):
+    if reading := next((job for job in jobs if job.active), None):
         # The job would store a source of the deleted file once OCR ends.
         raise Conflict(
             f"File '{file_id}' is being read with OCR in vector store '{reading.bucket_id}'"

@@ -287,12 +287,11 @@ def get_source(source_id: str, library: LibraryDep, principal: PrincipalDep) -> 
         return SourceObject.render(library.get_source(source_id, principal=principal))
     except NotFound:
         job = library.ingest_job(source_id, principal=principal)
-        if job.result is None:
+        if job.result_id is None:
             return SourceObject.render_job(job)
-        if job.result.source.id == source_id:
-            raise  # stored, then deleted
-        # The bucket held these bytes already when the job came to store them.
-        return SourceObject.render(library.get_source(job.result.source.id, principal=principal))
+        # Stored since (unless deleted again), or held by the bucket already when the job came
+        # to store it.
+        return SourceObject.render(library.get_source(job.result_id, principal=principal))
 
 
 @router.delete("/v1/sources/{source_id}")

@@ -19,11 +19,11 @@ A source uploaded to the bucket directly is a vector-store file under its own id
 Attaching goes through ``Library.submit``, as an upload to the bucket does. A file that needs no
 OCR is stored when the call returns (``completed``). One that needs OCR (a scan, an image) is
 answered ``in_progress`` once OCR starts, and is the library's ingest job until it is stored
-(``completed``) or fails (``failed``, with ``last_error``; nothing of it is stored). Jobs live in
-the server's memory, so a restart forgets the files in progress or failed, as it forgets the
-bucket's own uploads. A file citewell cannot read at all is refused at once with the error (415
-``unsupported_file``, 422 ``invalid_file``). What a bucket cannot hold, a vector store's
-metadata, is kept by ``citewell.store.files``.
+(``completed``) or fails (``failed``, with ``last_error``; nothing of it is stored). Jobs are
+kept in the store, so a file in progress is finished by another server process (or this one,
+restarted) when the one reading it dies. A file citewell cannot read at all is refused at once
+with the error (415 ``unsupported_file``, 422 ``invalid_file``). What a bucket cannot hold, a
+vector store's metadata, is kept by ``citewell.store.files``.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ from citewell.api.files import get_files
 from citewell.api.links import access_urls
 from citewell.api.search import BoundedFilter
 from citewell.errors import Conflict, InvalidRequest, NotFound, PermissionDenied
-from citewell.ingest.jobs import IngestJob, JobState
+from citewell.ingest.jobs import IngestJob
 from citewell.library import FILE_ID_KEY, Library
 from citewell.model import (
     Bucket,
@@ -365,7 +365,7 @@ def create_vector_store_file(
         library, get_files(request), bucket, body.file_id, body.attributes, principal
     )
     response.headers["openai-poll-after-ms"] = POLL_AFTER_MS
-    return _render(attached)
+    return _render(library, attached, principal)
 
 
 @router.get("/{vector_store_id}/files")
@@ -394,7 +394,7 @@ def get_vector_store_file(
     """What the SDK's ``poll`` helpers read until the status is no longer ``in_progress``."""
     bucket = _bucket(library, vector_store_id, principal)
     response.headers["openai-poll-after-ms"] = POLL_AFTER_MS
-    return _render(_find(library, bucket, file_id, principal))
+    return _render(library, _find(library, bucket, file_id, principal), principal)
 
 
 @router.get("/{vector_store_id}/files/{file_id}/content")
@@ -405,9 +405,9 @@ def get_vector_store_file_content(
     bucket = _bucket(library, vector_store_id, principal)
     found = _find(library, bucket, file_id, principal)
     if isinstance(found, IngestJob):
+        status = _render(library, found, principal).status
         raise Conflict(
-            f"File '{file_id}' in vector store '{bucket.id}' is {_render(found).status}:"
-            " it has no content.",
+            f"File '{file_id}' in vector store '{bucket.id}' is {status}: it has no content.",
             param="file_id",
         )
     text = library.source_text(found.id, principal=principal)
@@ -487,9 +487,8 @@ def _unstored(library: Library, bucket: Bucket, principal: Principal) -> dict[st
 
 
 def _stored(job: IngestJob) -> bool:
-    """Whether ``job`` ended storing its file."""
-    result = job.result if job.state is JobState.DONE else None  # ``finish`` sets state last
-    return result is not None and _file_id(result.source) == _file_id(job)
+    """Whether ``job`` ended storing its file as its own source."""
+    return job.result_id == job.source_id
 
 
 def _find(
@@ -516,7 +515,9 @@ def _files(library: Library, bucket: Bucket, principal: Principal) -> list[Vecto
     sources = library.list_sources(bucket.id, principal=principal)
     stored = {_file_id(s) for s in sources}
     files = [_render_file(s) for s in sources] + [
-        _render_job(job) for file_id, job in unstored.items() if file_id not in stored
+        _render_job(library, job, principal)
+        for file_id, job in unstored.items()
+        if file_id not in stored
     ]
     return sorted(files, key=lambda f: (f.created_at, f.id), reverse=True)
 
@@ -585,8 +586,12 @@ def _render_store(
     )
 
 
-def _render(found: Source | IngestJob) -> VectorStoreFileObject:
-    return _render_file(found) if isinstance(found, Source) else _render_job(found)
+def _render(
+    library: Library, found: Source | IngestJob, principal: Principal
+) -> VectorStoreFileObject:
+    if isinstance(found, Source):
+        return _render_file(found)
+    return _render_job(library, found, principal)
 
 
 def _render_file(source: Source) -> VectorStoreFileObject:
@@ -602,20 +607,25 @@ def _render_file(source: Source) -> VectorStoreFileObject:
     )
 
 
-def _render_job(job: IngestJob) -> VectorStoreFileObject:
+def _render_job(library: Library, job: IngestJob, principal: Principal) -> VectorStoreFileObject:
     """A file ingested in the background, as it stands now."""
-    state, result, error = job.state, job.result, job.error  # ``finish`` sets state last
-    if state is JobState.PROCESSING:
+    if job.active:
         return _job_file(job, None)
-    if result is None:
+    if job.result_id is None:
         reason = FileError(
-            code="invalid_file" if job.unreadable else "server_error", message=str(error)
+            code="invalid_file" if job.unreadable else "server_error", message=str(job.error)
         )
         return _job_file(job, reason)
-    held = _file_id(result.source)
-    if held == _file_id(job):
-        return _render_file(result.source)
-    # It found the bytes stored under another file meanwhile (``_attach`` refuses that).
+    # It found the bytes stored under another source meanwhile.
+    try:
+        source = library.get_source(job.result_id, principal=principal)
+    except NotFound:  # deleted since: the source's id is all there is to name it by
+        held = job.result_id
+    else:
+        held = _file_id(source)
+        if held == _file_id(job):
+            return _render_file(source)
+    # Under another file (``_attach`` refuses that).
     return _job_file(
         job, FileError(code="invalid_file", message=_held_already(job.bucket_id, held))
     )

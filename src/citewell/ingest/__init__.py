@@ -19,6 +19,7 @@ import stat
 import zipfile
 import zlib
 from collections.abc import Iterator
+from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from pathlib import Path, PurePath
 
@@ -190,6 +191,8 @@ def _foreign_errors(filename: str, media_type: str) -> Iterator[None]:
         yield
     except (IngestError, ConfigError):
         raise  # ConfigError: OCR is needed and its models are missing; the operator must act
+    except CancelledError:
+        raise  # OCR stopped with the process: not the file's fault
     except MemoryError:
         raise FileTooLarge(f"{filename} needs more memory to parse than is free") from None
     except Exception as exc:

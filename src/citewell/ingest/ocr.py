@@ -38,7 +38,8 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -152,8 +153,9 @@ class Recogniser:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
     def read(self, pages: Sequence[PageImage], progress: Progress | None = None) -> list[PageText]:
-        """Read the pages, in their order. The first failure cancels the pages not yet begun
-        and is raised once the pages begun are done (they may use what the caller frees then).
+        """Read the pages, in their order. The first page to fail, in that order, cancels the
+        pages not yet begun and is raised once the pages begun are done (they may use what the
+        caller frees then); ``CancelledError`` when the recogniser closes meanwhile.
 
         Raises ``ConfigError`` when a configured language model is missing. No pages: no
         progress reported, and tesseract need not be installed.
@@ -168,7 +170,7 @@ class Recogniser:
         finally:
             for future in futures:
                 future.cancel()
-            wait(futures)
+            _settle(futures)
 
     def _check_models(self) -> None:
         folder = self.settings.tessdata_dir
@@ -239,15 +241,25 @@ class Ocr:
         return self.recogniser.read(pages, self.progress)
 
 
+# Pages are waited for one by one (``result()``), never with ``as_completed`` or ``wait``: a page
+# cancelled by the pool's shutdown (``Recogniser.close``) wakes the first, but would leave the
+# others waiting for ever, as only a pool that runs a page notifies their waiters.
 def _report(futures: Sequence[Future[PageText]], progress: Progress | None) -> None:
-    """Wait for every page, telling ``progress``; raises the first failure."""
+    """Wait for every page in order, telling ``progress``; raises the first failure met."""
     total = len(futures)
     if progress is not None:
         progress(0, total)
-    for done, future in enumerate(as_completed(futures), start=1):
+    for done, future in enumerate(futures, start=1):
         future.result()
         if progress is not None:
             progress(done, total)
+
+
+def _settle(futures: Sequence[Future[PageText]]) -> None:
+    """Wait until every page is read, failed or cancelled."""
+    for future in futures:
+        with suppress(CancelledError):
+            future.exception()
 
 
 def _grey(image: Image.Image) -> Image.Image:

@@ -16,7 +16,9 @@ from typing import Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from citewell.errors import Conflict
 from citewell.ingest.base import CharBoxes, CharConfidences, ChunkDraft
+from citewell.ingest.jobs import IngestJob
 from citewell.model import (
     Agent,
     Answer,
@@ -46,6 +48,8 @@ __all__ = [
     "StoredTrace",
     "Vectors",
     "chunk_id",
+    "job_interrupted",
+    "job_under_way",
     "new_id",
     "new_source_id",
     "sources_quoted",
@@ -98,6 +102,18 @@ def new_source_id() -> str:
 def chunk_id(source_id: str, index: int) -> str:
     """The id of a source's chunk at ``index``."""
     return f"chk_{source_id.removeprefix('src_')}_{index}"
+
+
+def job_interrupted(attempts: int) -> str:
+    """Why a job failed whose process stopped on every attempt."""
+    return f"the ingest was interrupted {attempts} times: the servers reading it stopped"
+
+
+def job_under_way(job_id: str) -> Conflict:
+    """What forgetting a job that has yet to end raises."""
+    return Conflict(
+        f"source '{job_id}' is still being read with OCR; it cannot be stopped", param="source_id"
+    )
 
 
 def sources_quoted(answer: Answer) -> set[str]:
@@ -270,6 +286,66 @@ class Store(Protocol):
     def search_hybrid(
         self, query: str, vector: Vectors, scope: Scope, *, limit: int, fusion: Fusion
     ) -> list[FusedHit]: ...
+
+    # ingest jobs ---------------------------------------------------------------------------
+    # Background ingests (``citewell.ingest.jobs``). A lease is held by an ``owner`` (one
+    # process) until it runs out; claims are exclusive, and writes by an owner whose lease was
+    # taken over are ignored.
+    def add_job(self, job: IngestJob, content: bytes, *, owner: str, lease_seconds: float) -> None:
+        """Keep a new job, running and leased to ``owner``, after the file's bytes."""
+        ...
+
+    def get_job(self, job_id: str) -> IngestJob:
+        """``NotFound`` for an unknown (or forgotten) id."""
+        ...
+
+    def list_jobs(self, bucket_id: str) -> list[IngestJob]:
+        """The bucket's jobs, those under way and those kept after they ended, oldest first."""
+        ...
+
+    def find_job(self, bucket_id: str, content_hash: str) -> IngestJob | None:
+        """The job under way that ingests these bytes into the bucket, if any."""
+        ...
+
+    def job_content(self, job_id: str) -> bytes:
+        """The bytes of the job's file; ``NotFound`` when they are gone."""
+        ...
+
+    def claim_job(self, *, owner: str, lease_seconds: float, max_attempts: int) -> IngestJob | None:
+        """Lease to ``owner`` the oldest job that is queued or whose lease ran out, counting
+        one more attempt; None when there is none. A job whose lease ran out after
+        ``max_attempts`` runs fails instead. No two owners ever hold the same lease."""
+        ...
+
+    def renew_jobs(self, *, owner: str, lease_seconds: float) -> None:
+        """Extend every lease ``owner`` holds to ``lease_seconds`` from now."""
+        ...
+
+    def job_progress(self, job_id: str, *, owner: str, done: int, total: int) -> None:
+        """Record the pages read so far."""
+        ...
+
+    def finish_job(
+        self,
+        job_id: str,
+        *,
+        owner: str,
+        result_id: str | None = None,
+        error: str | None = None,
+        unreadable: bool = False,
+    ) -> None:
+        """End a job: ``done`` with the source it ended with, or ``failed`` with ``error``
+        (the file's bytes are deleted unless a source or another job holds them). Keeps the
+        newest ``KEPT_FINISHED`` ended jobs."""
+        ...
+
+    def release_jobs(self, *, owner: str) -> None:
+        """Queue again, uncounted, every job ``owner`` runs: its process is stopping."""
+        ...
+
+    def delete_job(self, job_id: str) -> None:
+        """Forget a job that ended; ``Conflict`` while it is under way, ``NotFound`` for none."""
+        ...
 
     # answers -------------------------------------------------------------------------------
     def put_answer(self, stored: StoredAnswer) -> None:

@@ -3,8 +3,10 @@
 Everything is copied as it is, ids, versions and times included, so keys, links, stored answers
 and conversations keep working: tenants, API keys (their secrets' hashes), agents, buckets, the
 ready sources with their pages, chunks and vectors (of every embedder), stored answers and
-traces. Sources still being ingested are left out. Originals stay where they are: the
-PostgreSQL store keeps them in the same ``<data_dir>/blobs``. The copy is one transaction, into a
+traces; and the background ingests under way, queued, for the first server on PostgreSQL to
+read again (``citewell.ingest.jobs``). Sources still being written are left out, and so are the
+background ingests that ended. Originals stay where they are: the PostgreSQL store keeps them in
+the same ``<data_dir>/blobs``. The copy is one transaction, into a
 database that holds no library yet: it either completes or leaves the database as it was.
 """
 
@@ -217,6 +219,7 @@ def _copy(source: sqlite3.Connection, conn: Connection) -> dict[str, int]:
             for r in rows("SELECT * FROM traces")
         ),
     )
+    copy("ingest_jobs", _JOB_INSERT, _jobs_under_way(source))
     # BM25's statistics, counted once from the copied chunks.
     conn.execute(
         "INSERT INTO lexical_terms (lexeme, chunks)"
@@ -258,6 +261,37 @@ def _chunks(source: sqlite3.Connection) -> Iterator[tuple[Any, ...]]:
             terms.field,
             terms.tsvector(),
             terms.length,
+        )
+
+
+_JOB_INSERT = (
+    "INSERT INTO ingest_jobs (id, tenant_id, bucket_id, filename, mime_type, content_hash,"
+    " byte_size, acl, metadata, effective_date, state, attempts, pages_done, pages_total,"
+    " unreadable, created_at, updated_at)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'queued', %s, 0, %s, false, %s, %s)"
+)
+
+
+def _jobs_under_way(source: sqlite3.Connection) -> Iterator[tuple[Any, ...]]:
+    """Each job under way, to be queued: whichever process held its lease is not on the new
+    store, and its run is not counted (as when a server stops)."""
+    query = "SELECT * FROM ingest_jobs WHERE state IN ('queued', 'running') ORDER BY created_at"
+    for r in source.execute(query):
+        yield (
+            r["id"],
+            r["tenant_id"],
+            r["bucket_id"],
+            r["filename"],
+            r["mime_type"],
+            r["content_hash"],
+            r["byte_size"],
+            json.loads(r["acl"]),
+            r["metadata"],
+            r["effective_date"],
+            r["attempts"] - (r["state"] == "running"),
+            r["pages_total"],
+            r["created_at"],
+            r["updated_at"],
         )
 
 

@@ -26,6 +26,7 @@ from psycopg_pool import ConnectionPool
 
 from citewell.errors import Conflict, NotFound, StoreError
 from citewell.ingest.base import CharBoxes, CharConfidences
+from citewell.ingest.jobs import KEPT_FINISHED, IngestJob, JobState
 from citewell.model import (
     Agent,
     Answer,
@@ -51,6 +52,8 @@ from citewell.store.base import (
     StoredTrace,
     Vectors,
     chunk_id,
+    job_interrupted,
+    job_under_way,
     new_id,
     new_source_id,
     sources_quoted,
@@ -75,6 +78,20 @@ _CHUNK_COLUMNS = (
     " substr(s.text, c.start_offset + 1, c.end_offset - c.start_offset) AS text"
 )
 _KEY_COLUMNS = "id, tenant_id, name, permissions, bucket_ids, acl_labels, created_at, revoked_at"
+_JOB_COLUMNS = (
+    "id, tenant_id, bucket_id, filename, mime_type, content_hash, byte_size, acl, metadata,"
+    " effective_date, state, attempts, pages_done, pages_total, result_id, error, unreadable,"
+    " created_at"
+)
+_FORGET_OLD_JOBS: LiteralString = (
+    "DELETE FROM ingest_jobs WHERE state IN ('done', 'failed') AND id NOT IN (SELECT id FROM"
+    " ingest_jobs WHERE state IN ('done', 'failed') ORDER BY updated_at DESC LIMIT %s)"
+)
+_HELD: LiteralString = (
+    "SELECT 1 FROM sources WHERE content_hash = %s UNION ALL SELECT 1 FROM ingest_jobs"
+    " WHERE content_hash = %s AND state IN ('queued', 'running') LIMIT 1"
+)
+"""Whether a source, or a job under way, holds an original (which is then kept)."""
 
 
 @contextmanager
@@ -492,9 +509,9 @@ class PostgresStore:
         count_terms(conn, counted, sign=-1)
 
     def _after_removal(self, content_hashes: set[str]) -> None:
-        """Delete the originals no source holds any more."""
+        """Delete the originals no source, nor job under way, holds any more."""
         for digest in content_hashes:
-            if not self._read("SELECT 1 FROM sources WHERE content_hash = %s LIMIT 1", (digest,)):
+            if not self._read(_HELD, (digest, digest)):
                 self.blobs.delete(digest)
 
     # text, pages, originals -----------------------------------------------------------------
@@ -575,6 +592,138 @@ class PostgresStore:
     def put_vectors(self, embedder: str, keys: Sequence[str], vectors: Vectors) -> None:
         with self.transaction() as conn:
             self._insert_vectors(conn, embedder, keys, vectors)
+
+    # ingest jobs -----------------------------------------------------------------------------
+    # Lease times are the database's clock (now()), the one clock every server shares.
+    def add_job(self, job: IngestJob, content: bytes, *, owner: str, lease_seconds: float) -> None:
+        self.blobs.put(content, job.content_hash)
+        with self.transaction() as conn:
+            conn.execute(
+                f"INSERT INTO ingest_jobs ({_JOB_COLUMNS}, lease_owner, lease_expires, updated_at)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, NULL, NULL,"
+                " false, %s, %s, now() + make_interval(secs => %s), now())",
+                (
+                    job.source_id,
+                    job.tenant_id,
+                    job.bucket_id,
+                    job.filename,
+                    job.mime_type,
+                    job.content_hash,
+                    job.byte_size,
+                    sorted(job.acl),
+                    Jsonb(job.metadata),
+                    job.effective_date,
+                    JobState.RUNNING.value,
+                    job.attempts,
+                    job.pages_done,
+                    job.pages_total,
+                    job.created_at,
+                    owner,
+                    lease_seconds,
+                ),
+            )
+        # Again: a failed job elsewhere may have taken the shared bytes away meanwhile.
+        self.blobs.put(content, job.content_hash)
+
+    def get_job(self, job_id: str) -> IngestJob:
+        rows = self._read(f"SELECT {_JOB_COLUMNS} FROM ingest_jobs WHERE id = %s", (job_id,))
+        if not rows:
+            raise NotFound(f"no source '{job_id}'", param="source_id")
+        return _job(rows[0])
+
+    def list_jobs(self, bucket_id: str) -> list[IngestJob]:
+        rows = self._read(
+            f"SELECT {_JOB_COLUMNS} FROM ingest_jobs WHERE bucket_id = %s ORDER BY created_at, id",
+            (bucket_id,),
+        )
+        return [_job(row) for row in rows]
+
+    def find_job(self, bucket_id: str, content_hash: str) -> IngestJob | None:
+        rows = self._read(
+            f"SELECT {_JOB_COLUMNS} FROM ingest_jobs WHERE bucket_id = %s AND content_hash = %s"
+            " AND state IN ('queued', 'running') ORDER BY created_at LIMIT 1",
+            (bucket_id, content_hash),
+        )
+        return _job(rows[0]) if rows else None
+
+    def job_content(self, job_id: str) -> bytes:
+        return self.blobs.get(self.get_job(job_id).content_hash)
+
+    def claim_job(self, *, owner: str, lease_seconds: float, max_attempts: int) -> IngestJob | None:
+        takeable = "(state = 'queued' OR (state = 'running' AND lease_expires < now()))"
+        with self.transaction() as conn:
+            exhausted = conn.execute(
+                "UPDATE ingest_jobs SET state = 'failed', error = %s, lease_owner = NULL,"
+                f" lease_expires = NULL, updated_at = now() WHERE {takeable} AND attempts >= %s"
+                " RETURNING content_hash",
+                (job_interrupted(max_attempts), max_attempts),
+            ).fetchall()
+            # SKIP LOCKED: concurrent claimers each lock a different job, and a job another
+            # claims meanwhile is looked at again (it is running, with a lease: not takeable).
+            row = conn.execute(
+                "UPDATE ingest_jobs SET state = 'running', attempts = attempts + 1,"
+                " lease_owner = %s, lease_expires = now() + make_interval(secs => %s),"
+                " updated_at = now() WHERE id = (SELECT id FROM ingest_jobs"
+                f" WHERE {takeable} ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)"
+                f" RETURNING {_JOB_COLUMNS}",
+                (owner, lease_seconds),
+            ).fetchone()
+        self._after_removal({r["content_hash"] for r in exhausted})
+        return None if row is None else _job(row)
+
+    def renew_jobs(self, *, owner: str, lease_seconds: float) -> None:
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE ingest_jobs SET lease_expires = now() + make_interval(secs => %s)"
+                " WHERE lease_owner = %s AND state = 'running'",
+                (lease_seconds, owner),
+            )
+
+    def job_progress(self, job_id: str, *, owner: str, done: int, total: int) -> None:
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE ingest_jobs SET pages_done = %s, pages_total = %s, updated_at = now()"
+                " WHERE id = %s AND lease_owner = %s AND state = 'running'",
+                (done, total, job_id, owner),
+            )
+
+    def finish_job(
+        self,
+        job_id: str,
+        *,
+        owner: str,
+        result_id: str | None = None,
+        error: str | None = None,
+        unreadable: bool = False,
+    ) -> None:
+        state = JobState.DONE if error is None else JobState.FAILED
+        with self.transaction() as conn:
+            row = conn.execute(
+                "UPDATE ingest_jobs SET state = %s, result_id = %s, error = %s, unreadable = %s,"
+                " lease_owner = NULL, lease_expires = NULL, updated_at = now()"
+                " WHERE id = %s AND lease_owner = %s AND state = 'running' RETURNING content_hash",
+                (state.value, result_id, error, unreadable, job_id, owner),
+            ).fetchone()
+            conn.execute(_FORGET_OLD_JOBS, (KEPT_FINISHED,))
+        if row is not None and error is not None:
+            self._after_removal({row["content_hash"]})
+
+    def release_jobs(self, *, owner: str) -> None:
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE ingest_jobs SET state = 'queued', attempts = attempts - 1,"
+                " lease_owner = NULL, lease_expires = NULL WHERE lease_owner = %s"
+                " AND state = 'running'",
+                (owner,),
+            )
+
+    def delete_job(self, job_id: str) -> None:
+        with self.transaction() as conn:
+            deleted = conn.execute(
+                "DELETE FROM ingest_jobs WHERE id = %s AND state IN ('done', 'failed')", (job_id,)
+            ).rowcount
+        if not deleted:
+            raise job_under_way(self.get_job(job_id).source_id)
 
     # search ----------------------------------------------------------------------------------
     def search_lexical(self, query: str, scope: Scope, *, limit: int) -> list[ChunkHit]:
@@ -861,4 +1010,27 @@ def _api_key(row: DictRow) -> ApiKey:
         acl_labels=None if row["acl_labels"] is None else frozenset(row["acl_labels"]),
         created_at=row["created_at"],
         revoked_at=row["revoked_at"],
+    )
+
+
+def _job(row: DictRow) -> IngestJob:
+    return IngestJob(
+        source_id=row["id"],
+        tenant_id=row["tenant_id"],
+        bucket_id=row["bucket_id"],
+        filename=row["filename"],
+        mime_type=row["mime_type"],
+        content_hash=row["content_hash"],
+        byte_size=row["byte_size"],
+        acl=frozenset(row["acl"]),
+        metadata=row["metadata"],
+        effective_date=row["effective_date"],
+        created_at=row["created_at"],
+        state=JobState(row["state"]),
+        attempts=row["attempts"],
+        pages_done=row["pages_done"],
+        pages_total=row["pages_total"],
+        result_id=row["result_id"],
+        error=row["error"],
+        unreadable=row["unreadable"],
     )

@@ -178,6 +178,39 @@ MIGRATIONS: tuple[tuple[str, LiteralString], ...] = (
         );
         """,
     ),
+    (
+        "0002_ingest_jobs",
+        """
+        -- Background ingests (citewell.ingest.jobs), here so that any server process can finish
+        -- one whose process died. The file's bytes wait in the blob folder meanwhile.
+        CREATE TABLE ingest_jobs (
+            id             text PRIMARY KEY,  -- the id the source gets: src_…
+            tenant_id      text NOT NULL,
+            bucket_id      text NOT NULL,
+            filename       text NOT NULL,
+            mime_type      text NOT NULL,
+            content_hash   text NOT NULL,
+            byte_size      bigint NOT NULL,
+            acl            text[] NOT NULL,
+            metadata       jsonb NOT NULL,
+            effective_date date,
+            state          text NOT NULL,     -- queued, running, done, failed
+            attempts       integer NOT NULL,  -- runs started
+            lease_owner    text,              -- the process running it
+            lease_expires  timestamptz,       -- when another process may take it over
+            pages_done     integer NOT NULL,
+            pages_total    integer NOT NULL,
+            result_id      text,              -- once done: the source it ended with
+            error          text,              -- once failed: why
+            unreadable     boolean NOT NULL,  -- failed on the file itself
+            created_at     timestamptz NOT NULL,
+            updated_at     timestamptz NOT NULL
+        );
+        CREATE INDEX ingest_jobs_by_bucket ON ingest_jobs (bucket_id, content_hash);
+        CREATE INDEX ingest_jobs_by_state ON ingest_jobs (state, lease_expires);
+        CREATE INDEX ingest_jobs_by_content_hash ON ingest_jobs (content_hash);
+        """,
+    ),
 )
 
 

@@ -210,6 +210,39 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         ALTER TABLE pages ADD COLUMN confidences BLOB;
         """,
     ),
+    (
+        "0009_ingest_jobs",
+        """
+        -- Background ingests (citewell.ingest.jobs), here so that any process on the store can
+        -- finish one whose process died. The file's bytes wait in the blob folder meanwhile.
+        CREATE TABLE ingest_jobs (
+            id             TEXT PRIMARY KEY,  -- the id the source gets: src_…
+            tenant_id      TEXT NOT NULL,
+            bucket_id      TEXT NOT NULL,
+            filename       TEXT NOT NULL,
+            mime_type      TEXT NOT NULL,
+            content_hash   TEXT NOT NULL,
+            byte_size      INTEGER NOT NULL,
+            acl            TEXT NOT NULL,     -- JSON array of labels
+            metadata       TEXT NOT NULL,     -- JSON object
+            effective_date TEXT,
+            state          TEXT NOT NULL,     -- queued, running, done, failed
+            attempts       INTEGER NOT NULL,  -- runs started
+            lease_owner    TEXT,              -- the process running it
+            lease_expires  TEXT,              -- UTC, fixed width: when another may take it over
+            pages_done     INTEGER NOT NULL,
+            pages_total    INTEGER NOT NULL,
+            result_id      TEXT,              -- once done: the source it ended with
+            error          TEXT,              -- once failed: why
+            unreadable     INTEGER NOT NULL,  -- failed on the file itself
+            created_at     TEXT NOT NULL,     -- UTC, fixed width
+            updated_at     TEXT NOT NULL
+        );
+        CREATE INDEX ingest_jobs_by_bucket ON ingest_jobs (bucket_id, content_hash);
+        CREATE INDEX ingest_jobs_by_state ON ingest_jobs (state, lease_expires);
+        CREATE INDEX ingest_jobs_by_content_hash ON ingest_jobs (content_hash);
+        """,
+    ),
 )
 
 
