@@ -574,24 +574,21 @@ class SQLiteStore:
         )
 
     def char_boxes(self, source_id: str, page_number: int) -> CharBoxes:
-        rows = self._read(
-            "SELECT p.boxes FROM pages p JOIN sources s ON s.key = p.source_key"
-            " WHERE s.id = ? AND p.number = ?",
-            (source_id, page_number),
-        )
-        if not rows:
-            raise NotFound(f"no page {page_number} in source '{source_id}'", param="page")
-        return unpack_boxes(rows[0]["boxes"])
+        return unpack_boxes(self._page_column("boxes", source_id, page_number))
 
     def char_confidences(self, source_id: str, page_number: int) -> CharConfidences:
+        return unpack_confidences(self._page_column("confidences", source_id, page_number))
+
+    def _page_column(self, column: str, source_id: str, page_number: int) -> Any:
+        """One stored column of a page (``column`` is ours, never the caller's)."""
         rows = self._read(
-            "SELECT p.confidences FROM pages p JOIN sources s ON s.key = p.source_key"
+            f"SELECT p.{column} FROM pages p JOIN sources s ON s.key = p.source_key"
             " WHERE s.id = ? AND p.number = ?",
             (source_id, page_number),
         )
         if not rows:
             raise NotFound(f"no page {page_number} in source '{source_id}'", param="page")
-        return unpack_confidences(rows[0]["confidences"])
+        return rows[0][column]
 
     def original(self, source_id: str) -> bytes:
         return self.blobs.get(self.get_source(source_id).content_hash)
