@@ -8,12 +8,12 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 OLD_SDKS := openai1 anthropic0 anthropic1
 OLD_SDK_RUN := CITEWELL_SERVER_PYTHON=$(CURDIR)/$(BIN)/python
 
-.PHONY: run test install tesseract chromium screenshots lint bench clean llama-wheel llm $(OLD_SDKS)
+.PHONY: run test install tesseract chromium pgbouncer screenshots lint bench clean llama-wheel llm $(OLD_SDKS)
 
 run: install
 	$(BIN)/citewell serve --demo
 
-install: tesseract chromium $(STAMP)
+install: tesseract chromium pgbouncer $(STAMP)
 
 # OCR: Debian's tesseract with the eng, spa and chi_sim models, which tesserocr reads (its wheel
 # bundles libtesseract only). Installed only when missing; the package lists are refreshed only
@@ -33,6 +33,13 @@ chromium:
 	  export DEBIAN_FRONTEND=noninteractive; \
 	  apt-get install -y -q --no-install-recommends chromium \
 	  || { apt-get update -q && apt-get install -y -q --no-install-recommends chromium; }; }
+
+# The PostgreSQL tests put Debian's PgBouncer (transaction pooling) in front of the test server.
+pgbouncer:
+	@dpkg -s pgbouncer >/dev/null 2>&1 || { \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -q --no-install-recommends pgbouncer \
+	  || { apt-get update -q && apt-get install -y -q --no-install-recommends pgbouncer; }; }
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

@@ -140,7 +140,7 @@ def explain(url: str, store: PostgresStore, vector: np.ndarray, scope: Scope) ->
     )
     with psycopg.connect(url) as conn:
         register_vector(conn)
-        conn.execute(search.steer(store._exact_below), search.params)
+        conn.execute(search.steer(store._exact_below, store._ef_search), search.params)
         return "\n".join(row[0] for row in conn.execute(query, search.params))
 
 

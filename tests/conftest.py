@@ -10,9 +10,13 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import socket
+import subprocess
 import tempfile
+import textwrap
+import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -83,3 +87,63 @@ def database_url(postgres_server: Any) -> Iterator[str]:
     yield str(postgres_server.get_uri(name))
     with psycopg.connect(postgres_server.get_uri(), autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture(scope="session")
+def pgbouncer(postgres_server: Any) -> Iterator[Callable[[str], str]]:
+    """Debian's PgBouncer (``make pgbouncer``) in transaction mode, two server connections per
+    database, in front of the test server: what turns a database's URL into its URL through it.
+
+    As root, PgBouncer refuses to run unless told whom to run as: the server's system user.
+    """
+    import psycopg
+
+    binary = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
+    if not Path(binary).is_file():
+        raise RuntimeError("PgBouncer is not installed: make pgbouncer")
+    server = psycopg.conninfo.conninfo_to_dict(postgres_server.get_uri())
+    folder = Path(tempfile.mkdtemp(prefix="citewell-pgbouncer-"))
+    folder.chmod(0o755)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    (folder / "users.txt").write_text('"postgres" ""\n')
+    (folder / "pgbouncer.ini").write_text(
+        textwrap.dedent(
+            f"""\
+            [databases]
+            * = host={server["host"]} port={server.get("port", 5432)}
+            [pgbouncer]
+            listen_addr = 127.0.0.1
+            listen_port = {port}
+            unix_socket_dir =
+            auth_type = trust
+            auth_file = {folder / "users.txt"}
+            pool_mode = transaction
+            default_pool_size = 2
+            max_client_conn = 200
+            """
+        )
+    )
+    user = ["-u", "pgserver"] if os.getuid() == 0 else []
+    process = subprocess.Popen([binary, *user, str(folder / "pgbouncer.ini")])
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"PgBouncer did not start ({process.returncode})") from None
+                time.sleep(0.1)
+
+        def through(url: str) -> str:
+            database = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
+            return f"postgresql://postgres@127.0.0.1:{port}/{database}"
+
+        yield through
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        shutil.rmtree(folder, ignore_errors=True)

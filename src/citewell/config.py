@@ -227,6 +227,21 @@ class PostgresSettings(_Group):
         "scopes); otherwise it walks the HNSW index (10k passages of 384 dimensions: ~100 ms "
         "exact, ~3 ms HNSW; bench/postgres.py).",
     )
+    index_memory: str = Field(
+        default="1GB",
+        pattern=r"^[1-9][0-9]*(kB|MB|GB|TB)$",
+        description="PostgreSQL's `maintenance_work_mem` while citewell builds an HNSW index "
+        "(a new embedder, the end of `citewell migrate`): a build that does not fit in it is "
+        "many times slower (about 3 GB for 1M passages of 512 dimensions).",
+    )
+    index_workers: int = Field(
+        default=2,
+        ge=0,
+        le=64,
+        description="PostgreSQL's `max_parallel_maintenance_workers` while citewell builds an "
+        "HNSW index: parallel workers beside the building connection (each also limited by "
+        "the server's `max_parallel_workers`).",
+    )
 
 
 MIN_LINK_SECRET = 32

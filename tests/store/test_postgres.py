@@ -290,7 +290,7 @@ def _dense_plan(store: PostgresStore, url: str, scope: Scope) -> str:
     )
     with psycopg.connect(url) as conn:
         register_vector(conn)
-        conn.execute(search.steer(store._exact_below), search.params)
+        conn.execute(search.steer(store._exact_below, store._ef_search), search.params)
         return "\n".join(row[0] for row in conn.execute(query, search.params, prepare=False))
 
 

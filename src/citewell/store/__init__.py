@@ -42,6 +42,8 @@ def _postgres(settings: Settings, embedder: str, dim: int) -> Store:
         connections=settings.postgres.connections,
         ef_search=settings.postgres.ef_search,
         exact_below=settings.postgres.exact_below,
+        index_memory=settings.postgres.index_memory,
+        index_workers=settings.postgres.index_workers,
         trace_retention_days=settings.privacy.trace_retention_days,
         answer_retention_days=settings.privacy.answer_retention_days,
     )

@@ -7,7 +7,8 @@ traces; and the background ingests under way, queued, for the first server on Po
 read again (``citewell.ingest.jobs``). Sources still being written are left out, and so are the
 background ingests that ended. Originals stay where they are: the PostgreSQL store keeps them in
 the same ``<data_dir>/blobs``. The copy is one transaction, into a
-database that holds no library yet: it either completes or leaves the database as it was.
+database that holds no library yet: it either completes or leaves the database as it was. It is
+a bulk load (``PostgresStore.bulk_load``): the HNSW index is built once, after the copy.
 """
 
 from __future__ import annotations
@@ -45,19 +46,26 @@ def copy_embedded(folder: Path, target: PostgresStore) -> dict[str, int]:
     source = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
     source.row_factory = sqlite3.Row
     try:
+        # Checked before the bulk load too, which would rebuild a library's HNSW index.
         with target.transaction() as conn:
+            _refuse_a_library(conn)
+        with target.bulk_load(), target.transaction() as conn:
+            _refuse_a_library(conn)
             return _copy(source, conn)
     finally:
         source.close()
 
 
-def _copy(source: sqlite3.Connection, conn: Connection) -> dict[str, int]:
+def _refuse_a_library(conn: Connection) -> None:
     taken = conn.execute(
         "SELECT EXISTS (SELECT 1 FROM buckets) OR EXISTS (SELECT 1 FROM api_keys)"
         " OR EXISTS (SELECT 1 FROM tenants WHERE id != 'default') AS taken"
     ).fetchone()
     if taken is None or taken["taken"]:
         raise Conflict("the database already holds a library; migrate into an empty one")
+
+
+def _copy(source: sqlite3.Connection, conn: Connection) -> dict[str, int]:
 
     def rows(query: str) -> Iterator[sqlite3.Row]:
         return iter(source.execute(query))
@@ -179,14 +187,17 @@ def _copy(source: sqlite3.Connection, conn: Connection) -> dict[str, int]:
         ),
     )
     copy("chunks", _CHUNK_INSERT, _chunks(source))
-    copy(
-        "vectors",
-        "INSERT INTO vectors (embedder, vector_key, vector) VALUES (%s, %s, %s)",
-        (
-            (r["embedder"], r["vector_key"], np.frombuffer(r["vector"], dtype=np.float32))
-            for r in rows("SELECT * FROM vectors ORDER BY embedder, vector_key")
-        ),
-    )
+    counts["vectors"] = 0
+    with (
+        conn.cursor() as cursor,
+        cursor.copy("COPY vectors (embedder, vector_key, vector) FROM STDIN (FORMAT BINARY)") as out,
+    ):
+        out.set_types(["text", "text", "vector"])
+        for r in rows("SELECT * FROM vectors ORDER BY embedder, vector_key"):
+            out.write_row(
+                (r["embedder"], r["vector_key"], np.frombuffer(r["vector"], dtype=np.float32))
+            )
+            counts["vectors"] += 1
     copy(
         "answers",
         "INSERT INTO answers (id, tenant_id, answer_id, created_at, answer, conversation,"

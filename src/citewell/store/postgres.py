@@ -110,7 +110,13 @@ class PostgresStore:
 
     ``connections``: most connections this process opens; ``ef_search``: HNSW's candidate list,
     the recall of dense search against its speed; ``exact_below``: scopes of fewer chunks are
-    searched exactly, larger ones through the HNSW index.
+    searched exactly, larger ones through the HNSW index; ``index_memory`` and
+    ``index_workers``: PostgreSQL's ``maintenance_work_mem`` and
+    ``max_parallel_maintenance_workers`` while it builds an HNSW index.
+
+    Connections hold no state between transactions (nothing is prepared on the server, every
+    search sets what steers it inside its own transaction), so PgBouncer may pool them per
+    transaction.
     """
 
     def __init__(
@@ -123,6 +129,8 @@ class PostgresStore:
         connections: int = 8,
         ef_search: int = 100,
         exact_below: int = 2000,
+        index_memory: str = "1GB",
+        index_workers: int = 2,
         trace_retention_days: int = 30,
         answer_retention_days: int = 30,
     ) -> None:
@@ -136,13 +144,16 @@ class PostgresStore:
         self.blobs.sweep_temporary()
         self._ef_search = ef_search
         self._exact_below = exact_below
-        with _store_errors(), psycopg.connect(url, autocommit=True) as conn:
+        self._index_memory = index_memory
+        self._index_workers = index_workers
+        with _store_errors(), psycopg.connect(url, autocommit=True, prepare_threshold=None) as conn:
             migrate(conn)
-            self._ensure_vector_index(conn)
         self._pool: ConnectionPool[Connection] = ConnectionPool(
             url,
             connection_class=Connection,
-            kwargs={"autocommit": True, "row_factory": dict_row},
+            # Never prepared on the server: a prepared statement belongs to one server
+            # connection, which a transaction pooler hands to another client next time.
+            kwargs={"autocommit": True, "row_factory": dict_row, "prepare_threshold": None},
             min_size=1,
             max_size=connections,
             configure=self._configure,
@@ -150,33 +161,58 @@ class PostgresStore:
         )
         with _store_errors():
             self._pool.open(wait=True)
+        self._build_vector_index()
         self._purge_traces()
         self._purge_answers()
 
     # connections and transactions -----------------------------------------------------------
-    def _ensure_vector_index(self, conn: psycopg.Connection[Any]) -> None:
-        """One HNSW index (cosine) per embedder, over its vectors only."""
+    def _vector_index(self) -> sql.Identifier:
+        """The embedder's HNSW index (cosine), over its vectors only."""
         digest = hashlib.sha256(self.embedder.encode()).hexdigest()[:16]
-        with conn.transaction():
+        return sql.Identifier(f"vectors_hnsw_{digest}_{self.dim}")
+
+    def _build_vector_index(self) -> None:
+        """Build the embedder's HNSW index unless it is there.
+
+        Under the schema lock, so one process builds it while the others wait. Searches meanwhile
+        plan without it (it is not committed yet): they scan exactly. Writes of vectors wait.
+        """
+        with self.transaction() as conn:
             schema_lock(conn)
+            conn.execute(
+                "SELECT set_config('maintenance_work_mem', %s, true),"
+                " set_config('max_parallel_maintenance_workers', %s, true)",
+                (self._index_memory, str(self._index_workers)),
+            )
             conn.execute(
                 sql.SQL(
                     "CREATE INDEX IF NOT EXISTS {} ON vectors USING hnsw"
                     " ((vector::vector({})) vector_cosine_ops) WHERE embedder = {}"
-                ).format(
-                    sql.Identifier(f"vectors_hnsw_{digest}_{self.dim}"),
-                    sql.Literal(self.dim),
-                    sql.Literal(self.embedder),
-                )
+                ).format(self._vector_index(), sql.Literal(self.dim), sql.Literal(self.embedder))
             )
+
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """Load many sources fast: the sources added during the block (``add_source``, as
+        always) are written without the embedder's HNSW index, which is built once at the end,
+        as pgvector recommends (inserting into the graph row by row is what slows a large load).
+
+        Until the index is built again, dense searches scan exactly: slower, never wrong. Other
+        processes may keep writing and searching; one that opens the store meanwhile builds the
+        index at once, so start them after a large load.
+        """
+        with self.transaction() as conn:
+            schema_lock(conn)
+            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(self._vector_index()))
+        try:
+            yield
+        finally:
+            self._build_vector_index()
 
     def _configure(self, conn: Connection) -> None:
         register_vector(conn)
+        # A parameter PgBouncer keeps per client, even when it pools transactions.
         conn.execute("SET TIME ZONE 'UTC'")
-        # Filtered dense searches keep scanning the graph until their limit is filled, in
-        # exact distance order.
-        conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', false)")
-        conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(self._ef_search),))
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
@@ -189,15 +225,15 @@ class PostgresStore:
         self, query: sql.Composed | LiteralString, params: Any = (), *, search: Search | None = None
     ) -> list[DictRow]:
         """The rows of one statement. A search is first steered (``Search.steer``), in the same
-        transaction and the same network round trip (a pipeline)."""
+        transaction and the same network round trip (a pipeline). Nothing is prepared (the
+        pool's ``prepare_threshold``): a plan kept from an earlier statement would ignore the
+        steering, and a generic plan cannot see which query terms are rare."""
         with _store_errors(), self._pool.connection() as conn:
             if search is None:
                 return conn.execute(query, params).fetchall()
             with conn.pipeline(), conn.transaction():
-                # Never prepared: a plan kept from an earlier statement would ignore the steering,
-                # and a generic plan (made after five runs) cannot see which terms are rare.
-                conn.execute(search.steer(self._exact_below), params, prepare=False)
-                cursor = conn.execute(query, params, prepare=False)
+                conn.execute(search.steer(self._exact_below, self._ef_search), params)
+                cursor = conn.execute(query, params)
             return cursor.fetchall()
 
     def close(self) -> None:
@@ -332,59 +368,58 @@ class PostgresStore:
         source_key = row["key"]
         confidences = draft.char_confidences or [None] * len(draft.pages)
         with conn.cursor() as cursor:
-            cursor.executemany(
-                "INSERT INTO pages (source_key, number, label, start_offset, end_offset, width,"
-                " height, modality, boxes, ocr_confidence, confidences)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                [
-                    (
-                        source_key,
-                        page.number,
-                        page.label,
-                        page.span.start,
-                        page.span.end,
-                        page.width,
-                        page.height,
-                        page.modality.value,
-                        pack_boxes(boxes),
-                        page.ocr_confidence,
-                        pack_confidences(read),
+            # COPY: the fastest way in for many rows, pgvector's advice for bulk loads.
+            with cursor.copy(
+                "COPY pages (source_key, number, label, start_offset, end_offset, width, height,"
+                " modality, boxes, ocr_confidence, confidences) FROM STDIN"
+            ) as copy:
+                for page, boxes, read in zip(
+                    draft.pages, draft.char_boxes, confidences, strict=True
+                ):
+                    copy.write_row(
+                        (
+                            source_key,
+                            page.number,
+                            page.label,
+                            page.span.start,
+                            page.span.end,
+                            page.width,
+                            page.height,
+                            page.modality.value,
+                            pack_boxes(boxes),
+                            page.ocr_confidence,
+                            pack_confidences(read),
+                        )
                     )
-                    for page, boxes, read in zip(
-                        draft.pages, draft.char_boxes, confidences, strict=True
-                    )
-                ],
-            )
             lexical = [
                 chunk_terms(draft.text[chunk.span.start : chunk.span.end], chunk.language)
                 for chunk in draft.chunks
             ]
-            cursor.executemany(
-                "INSERT INTO chunks (id, source_key, idx, start_offset, end_offset, heading_path,"
+            with cursor.copy(
+                "COPY chunks (id, source_key, idx, start_offset, end_offset, heading_path,"
                 " page_numbers, sentences, language, vector_key, lexical_field, lexemes,"
-                " lexical_length)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector, %s)",
-                [
-                    (
-                        chunk_id(source_id, index),
-                        source_key,
-                        index,
-                        chunk.span.start,
-                        chunk.span.end,
-                        Jsonb(list(chunk.heading_path)),
-                        Jsonb(list(chunk.page_numbers)),
-                        Jsonb([[s.start, s.end] for s in chunk.sentences]),
-                        chunk.language,
-                        key,
-                        terms.field,
-                        terms.tsvector(),
-                        terms.length,
+                " lexical_length) FROM STDIN"
+            ) as copy:
+                for index, (chunk, key, terms) in enumerate(
+                    zip(draft.chunks, draft.vector_keys, lexical, strict=True)
+                ):
+                    copy.write_row(
+                        (
+                            chunk_id(source_id, index),
+                            source_key,
+                            index,
+                            chunk.span.start,
+                            chunk.span.end,
+                            Jsonb(list(chunk.heading_path)),
+                            Jsonb(list(chunk.page_numbers)),
+                            Jsonb([[s.start, s.end] for s in chunk.sentences]),
+                            chunk.language,
+                            key,
+                            terms.field,
+                            terms.tsvector(),
+                            terms.length,
+                        )
                     )
-                    for index, (chunk, key, terms) in enumerate(
-                        zip(draft.chunks, draft.vector_keys, lexical, strict=True)
-                    )
-                ],
-            )
         self._insert_vectors(conn, draft.embedder, draft.vector_keys, draft.vectors)
         self._link_version(conn, source_key, bucket["key"], draft.filename)
         # Last, as these rows are shared by every write: their locks are held the shortest.

@@ -133,11 +133,13 @@ class Search:
             ' GROUP BY c.id ORDER BY score DESC, c.id COLLATE "C" LIMIT %(lexical_limit)s)'
         ).format(k1_1=sql.Literal(_K1 + 1), k1=sql.Literal(_K1), b=sql.Literal(_B))
 
-    def steer(self, exact_below: int) -> sql.Composed:
+    def steer(self, exact_below: int, ef_search: int) -> sql.Composed:
         """A statement that, for the rest of the transaction, makes dense search walk the HNSW
         graph when the scope allows at least ``exact_below`` chunks and at least
         ``_HNSW_MIN_SHARE`` of all chunks, and otherwise scan exactly (sorting every allowed
-        chunk's distance).
+        chunk's distance). A graph walk keeps ``ef_search`` candidates and, when filtered, keeps
+        walking until its limit is filled, in exact distance order. Every setting is local to
+        the transaction: the connection keeps none of them.
 
         The planner cannot tell on its own: it cannot estimate how many chunks a scope (ACL
         labels, filters) allows. An exact scan is exact, and fast for small scopes; a filtered
@@ -146,11 +148,14 @@ class Search:
         index entries) it stops with fewer hits than asked for.
         """
         self.params["exact_below"] = exact_below
+        self.params["ef_search"] = str(ef_search)
         return sql.SQL(
             "WITH {}, size AS (SELECT coalesce(sum(chunk_count), 0) AS allowed,"
             " (SELECT coalesce(sum(chunks), 0) FROM lexical_fields) AS total FROM allowed)"
             " SELECT set_config('enable_sort', CASE WHEN allowed >= %(exact_below)s"
-            " AND allowed >= total * {share} THEN 'off' ELSE 'on' END, true) FROM size"
+            " AND allowed >= total * {share} THEN 'off' ELSE 'on' END, true),"
+            " set_config('hnsw.iterative_scan', 'strict_order', true),"
+            " set_config('hnsw.ef_search', %(ef_search)s, true) FROM size"
         ).format(self.allowed, share=sql.Literal(_HNSW_MIN_SHARE))
 
     def dense(self, limit: int) -> sql.Composed:
