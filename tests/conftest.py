@@ -76,17 +76,29 @@ def postgres_server() -> Iterator[Any]:
 
 
 @pytest.fixture
-def database_url(postgres_server: Any) -> Iterator[str]:
-    """The URL of a new, empty database, dropped after the test."""
+def new_database(postgres_server: Any) -> Iterator[Callable[[], str]]:
+    """Makes new, empty databases (their URLs), dropped after the test."""
     import psycopg
     from psycopg import sql
 
-    name = f"test_{secrets.token_hex(6)}"
+    names: list[str] = []
+
+    def create() -> str:
+        names.append(f"test_{secrets.token_hex(6)}")
+        with psycopg.connect(postgres_server.get_uri(), autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(names[-1])))
+        return str(postgres_server.get_uri(names[-1]))
+
+    yield create
     with psycopg.connect(postgres_server.get_uri(), autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    yield str(postgres_server.get_uri(name))
-    with psycopg.connect(postgres_server.get_uri(), autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+        for name in names:
+            conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def database_url(new_database: Callable[[], str]) -> str:
+    """The URL of a new, empty database, dropped after the test."""
+    return new_database()
 
 
 @pytest.fixture(scope="session")

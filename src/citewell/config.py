@@ -231,8 +231,8 @@ class PostgresSettings(_Group):
         default="1GB",
         pattern=r"^[1-9][0-9]*(kB|MB|GB|TB)$",
         description="PostgreSQL's `maintenance_work_mem` while citewell builds an HNSW index "
-        "(a new embedder, the end of `citewell migrate`): a build that does not fit in it is "
-        "many times slower (about 3 GB for 1M passages of 512 dimensions).",
+        "(a new embedder, the end of a bulk load such as `citewell migrate`): a build whose "
+        "index does not fit in it is many times slower (docs/deploy.md has sizes).",
     )
     index_workers: int = Field(
         default=2,

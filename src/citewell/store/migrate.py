@@ -190,7 +190,9 @@ def _copy(source: sqlite3.Connection, conn: Connection) -> dict[str, int]:
     counts["vectors"] = 0
     with (
         conn.cursor() as cursor,
-        cursor.copy("COPY vectors (embedder, vector_key, vector) FROM STDIN (FORMAT BINARY)") as out,
+        cursor.copy(
+            "COPY vectors (embedder, vector_key, vector) FROM STDIN (FORMAT BINARY)"
+        ) as out,
     ):
         out.set_types(["text", "text", "vector"])
         for r in rows("SELECT * FROM vectors ORDER BY embedder, vector_key"):
