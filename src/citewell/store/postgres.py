@@ -461,7 +461,7 @@ class PostgresStore:
         with conn.cursor() as cursor:
             # In key order: two writers of the same texts wait for each other, never deadlock.
             cursor.executemany(
-                "INSERT INTO vectors (embedder, vector_key, vector) VALUES (%s, %s, %s)"
+                "INSERT INTO vectors (embedder, vector_key, vector) VALUES (%s, %s, %b)"
                 " ON CONFLICT DO NOTHING",
                 [(embedder, key, rows[key]) for key in sorted(rows)],
             )

@@ -39,6 +39,8 @@ graph walk visits at most 20,000 entries (pgvector's default), which at 2% still
 400 allowed hits, four times the candidates a hybrid search takes."""
 _MAX_POSITIONS = 256
 """Occurrences of one term a tsvector can record; a term counts at most this often in a chunk."""
+_POSITIONS = ["", *(",".join(map(str, range(1, n + 1))) for n in range(1, _MAX_POSITIONS + 1))]
+"""The positions of a lexeme that occurs n times, as tsvector input writes them."""
 
 # The part one list contributes to a fused score, per ``Fusion.method`` (as in fusion.py), over a
 # list ``l`` of (score, rank).
@@ -231,7 +233,7 @@ class ChunkTerms:
     def tsvector(self) -> str:
         """The text form of the tsvector: each lexeme with as many positions as it occurs."""
         return " ".join(
-            f"{_quote(lexeme)}:{','.join(map(str, range(1, min(n, _MAX_POSITIONS) + 1)))}"
+            f"{_quote(lexeme)}:{_POSITIONS[min(n, _MAX_POSITIONS)]}"
             for lexeme, n in self.counts.items()
         )
 
