@@ -80,6 +80,58 @@ def test_lexical_scores_are_the_embedded_stores_bm25(
         embedded.close()
 
 
+def _lexical_was_pruned(
+    store: PostgresStore, url: str, scope: Scope, query: str, limit: int
+) -> bool:
+    """Whether a lexical search answered from the chunks holding its rare terms alone (the
+    plan's branch that scores every chunk never ran)."""
+    search = store._search(scope, query=query)
+    statement = sql.SQL(
+        "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) WITH {}, {} SELECT id FROM lexical"
+    ).format(search.allowed, search.lexical(limit))
+    with psycopg.connect(url) as conn:
+        plan = [row[0] for row in conn.execute(statement, search.params)]
+    gate = next(i for i, line in enumerate(plan) if "One-Time Filter: (NOT" in line)
+    scoring = next(line for line in plan[gate:] if "->  Limit" in line)
+    return "(never executed)" in scoring
+
+
+def test_lexical_search_scores_only_the_chunks_of_rare_terms_when_that_is_provably_exact(
+    store: PostgresStore, database_url: str, tmp_path: Path
+) -> None:
+    # 400 chunks of common words; every 37th also names an okapi, each of those a different
+    # length (so scores differ: no ties to order).
+    def fill_common(into: SQLiteStore | PostgresStore) -> Scope:
+        bucket = into.create_bucket("reports", tenant_id="default").id
+        for n in range(20):
+            lines = []
+            for g in range(n * 20, n * 20 + 20):
+                animal = "okapi" if g % 37 == 0 else ["zebra", "camel", "horse"][g % 3]
+                lines.append(f"The report of the year {g} names the {animal}" + " again" * (g % 11))
+            into.add_source(draft(bucket, f"{n}.txt", "\n".join(lines)))
+        return Scope(principal=LOCAL, bucket_ids=(bucket,))
+
+    embedded = SQLiteStore(tmp_path / "embedded", embedder=EMBEDDER, dim=DIM)
+    try:
+        ours, theirs = fill_common(store), fill_common(embedded)
+        for query, limit, pruned, compared in [
+            ("the report of the okapi", 5, True, 5),  # 11 chunks hold "okapi"
+            ("the report of the okapi", 20, False, 11),  # more than they: every chunk scored
+        ]:
+            assert _lexical_was_pruned(store, database_url, ours, query, limit) is pruned
+            found = store.search_lexical(query, ours, limit=limit)
+            assert len(found) == limit
+            expected = embedded.search_lexical(query, theirs, limit=limit)[:compared]
+            texts = store.get_chunks([h.chunk_id for h in found])
+            expected_texts = embedded.get_chunks([h.chunk_id for h in expected])
+            assert [(texts[h.chunk_id].text, h.score) for h in found[:compared]] == [
+                (expected_texts[h.chunk_id].text, pytest.approx(h.score, rel=1e-5))
+                for h in expected
+            ]
+    finally:
+        embedded.close()
+
+
 @pytest.mark.parametrize(
     "fusion",
     [

@@ -37,6 +37,9 @@ _HNSW_MIN_SHARE = 0.02
 """Smallest share of all chunks a scope must allow for dense search to walk the HNSW graph: the
 graph walk visits at most 20,000 entries (pgvector's default), which at 2% still yields about
 400 allowed hits, four times the candidates a hybrid search takes."""
+_RARE_SHARE = 0.05
+"""Most chunks (a share of all) that a lexical search scores first, holding its rarest terms,
+before it tries to prove that no other chunk can enter its list."""
 _MAX_POSITIONS = 256
 """Occurrences of one term a tsvector can record; a term counts at most this often in a chunk."""
 _POSITIONS = ["", *(",".join(map(str, range(1, n + 1))) for n in range(1, _MAX_POSITIONS + 1))]
@@ -117,23 +120,59 @@ class Search:
         return named
 
     def lexical(self, limit: int) -> sql.Composed:
-        """CTEs ending in ``lexical (id, score)``: BM25, best first, at most ``limit``."""
+        """CTEs ending in ``lexical (id, score)``: BM25, best first, at most ``limit``.
+
+        Exact, and pruned when that can be proven (MaxScore): a term adds less than
+        ``idf * (k1 + 1)`` to any chunk's score, so the chunks holding none of the query's rare
+        terms score less than the sum of that bound over its common terms. The chunks holding a
+        rare term (the rarest first, while they are at most ``_RARE_SHARE`` of all chunks) are
+        scored first; when ``limit`` of them score at least that sum, no other chunk can enter
+        the list. Otherwise every chunk holding a query term is scored, as without pruning.
+        """
         self.params["lexical_limit"] = limit
+        self.params["quoted"] = [_quote(lexeme) for lexeme in self.lexemes]
+
+        def scored(matching: str) -> sql.Composed:
+            return sql.SQL(
+                "SELECT c.id, sum(q.idf * {k1_1} * cardinality(u.positions)"
+                " / (cardinality(u.positions) + {k1} * (1 - {b} + {b} * c.lexical_length"
+                " / (f.terms / n.chunks)))) AS score"
+                " FROM chunks c JOIN lexical_fields f ON f.field = c.lexical_field"
+                " CROSS JOIN totals n CROSS JOIN LATERAL unnest(c.lexemes) AS u"
+                " JOIN query_terms q ON q.lexeme = u.lexeme"
+                f" WHERE c.lexemes @@ {matching}"
+                " AND c.source_key IN (SELECT key FROM allowed)"
+                ' GROUP BY c.id ORDER BY score DESC, c.id COLLATE "C" LIMIT %(lexical_limit)s'
+            ).format(k1_1=sql.Literal(_K1 + 1), k1=sql.Literal(_K1), b=sql.Literal(_B))
+
         return sql.SQL(
             "totals AS (SELECT sum(chunks)::float8 AS chunks FROM lexical_fields),"
-            " query_terms AS (SELECT t.lexeme,"
+            " query_terms AS (SELECT t.lexeme, l.quoted, t.chunks AS holding,"
             " ln(1 + (n.chunks - t.chunks + 0.5) / (t.chunks + 0.5)) AS idf"
-            " FROM lexical_terms t CROSS JOIN totals n WHERE t.lexeme = ANY(%(lexemes)s)),"
-            " lexical AS (SELECT c.id, sum(q.idf * {k1_1} * cardinality(u.positions)"
-            " / (cardinality(u.positions) + {k1} * (1 - {b} + {b} * c.lexical_length"
-            " / (f.terms / n.chunks)))) AS score"
-            " FROM chunks c JOIN lexical_fields f ON f.field = c.lexical_field"
-            " CROSS JOIN totals n CROSS JOIN LATERAL unnest(c.lexemes) AS u"
-            " JOIN query_terms q ON q.lexeme = u.lexeme"
-            " WHERE c.lexemes @@ %(tsquery)s::tsquery"
-            " AND c.source_key IN (SELECT key FROM allowed)"
-            ' GROUP BY c.id ORDER BY score DESC, c.id COLLATE "C" LIMIT %(lexical_limit)s)'
-        ).format(k1_1=sql.Literal(_K1 + 1), k1=sql.Literal(_K1), b=sql.Literal(_B))
+            " FROM lexical_terms t CROSS JOIN totals n"
+            " JOIN unnest(%(lexemes)s::text[], %(quoted)s::text[]) AS l (lexeme, quoted)"
+            " ON l.lexeme = t.lexeme),"
+            " by_rarity AS (SELECT quoted, idf, row_number() OVER w AS nth,"
+            " sum(holding) OVER w AS holding_so_far FROM query_terms"
+            ' WINDOW w AS (ORDER BY holding, lexeme COLLATE "C")),'
+            " split AS (SELECT (SELECT string_agg(quoted, ' | ') FROM by_rarity r"
+            " WHERE r.nth = 1 OR r.holding_so_far <= n.chunks * {share})::tsquery AS rare,"
+            " (SELECT coalesce(sum(idf), 0) * {k1_1} FROM by_rarity r"
+            " WHERE r.nth > 1 AND r.holding_so_far > n.chunks * {share}) AS bound"
+            " FROM totals n),"
+            " pruned AS ({pruned}),"
+            " proven AS (SELECT count(*) >= %(lexical_limit)s"
+            " AND coalesce(min(score) >= (SELECT bound FROM split), false) AS yes FROM pruned),"
+            " lexical AS (SELECT id, score FROM (SELECT id, score FROM pruned"
+            " WHERE (SELECT yes FROM proven)"
+            " UNION ALL SELECT id, score FROM ({every}) every WHERE NOT (SELECT yes FROM proven))"
+            ' ranked ORDER BY score DESC, id COLLATE "C")'
+        ).format(
+            pruned=scored("(SELECT rare FROM split)"),
+            every=scored("%(tsquery)s::tsquery"),
+            share=sql.Literal(_RARE_SHARE),
+            k1_1=sql.Literal(_K1 + 1),
+        )
 
     def steer(self, exact_below: int, ef_search: int) -> sql.Composed:
         """A statement that, for the rest of the transaction, makes dense search walk the HNSW
