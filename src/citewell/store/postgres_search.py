@@ -5,7 +5,8 @@
   ``tsvector`` (GIN-indexed), each lexeme prefixed with its analyzer's name so that statistics
   stay per language, as in the embedded store. The counts BM25 needs (chunks per term; chunks and
   terms per analyzer) are kept in ``lexical_terms`` and ``lexical_fields`` by every write, so a
-  score is the embedded store's (tantivy's) score.
+  score is the embedded store's (tantivy's) score. The chunks holding the query's rare terms are
+  scored first, and the rest only when they could still enter the list (``Search.lexical``).
 - **Dense**: pgvector's cosine distance, written as the embedder's HNSW index has it.
 - **Hybrid**: both lists fused inside the same statement, with the semantics of fusion.py.
 - **Permissions**: ``allowed``, the sources the scope may see, is the first CTE of every statement,
