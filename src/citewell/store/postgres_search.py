@@ -142,7 +142,9 @@ class Search:
                 " CROSS JOIN totals n CROSS JOIN LATERAL unnest(c.lexemes) AS u"
                 " JOIN query_terms q ON q.lexeme = u.lexeme"
                 f" WHERE c.lexemes @@ {matching}"
-                " AND c.source_key IN (SELECT key FROM allowed)"
+                # An array, not a subquery: the planner then searches the GIN index once,
+                # instead of once per allowed source (minutes at 1M chunks).
+                " AND c.source_key = ANY(ARRAY(SELECT key FROM allowed))"
                 ' GROUP BY c.id ORDER BY score DESC, c.id COLLATE "C" LIMIT %(lexical_limit)s'
             ).format(k1_1=sql.Literal(_K1 + 1), k1=sql.Literal(_K1), b=sql.Literal(_B))
 
