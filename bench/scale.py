@@ -36,6 +36,10 @@ sentences' vectors. Queries are real questions (XQuAD en/es/zh, SQuAD 2.0), embe
     .venv/bin/python bench/scale.py --passages 100000
     .venv/bin/python bench/scale.py --passages 1000000 --backends postgres --throughput 0 \
         --queries 40 --index-memory 4GB
+
+``--loaded URL`` only searches (and sizes) a database that an earlier run loaded with the same
+``--passages`` and still serves (while that run searches): to measure searches again after a
+change to them without loading again.
 """
 
 from __future__ import annotations
@@ -303,6 +307,18 @@ def postgres_server(folder: Path, shared_buffers: str) -> Iterator[tuple[str, in
         server.cleanup()
 
 
+def loaded_postmaster(url: str) -> int:
+    """The postmaster's pid of a server this machine runs."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        backend = conn.execute("SELECT pg_backend_pid()").fetchone()
+    assert backend is not None
+    parent = psutil.Process(backend[0]).parent()
+    assert parent is not None
+    return parent.pid
+
+
 def open_store(
     backend: str, folder: Path, url: str | None, dim: int, args: argparse.Namespace
 ) -> Store:
@@ -379,12 +395,17 @@ def measure(
     result = Result(backend, n)
     base_rss = rss_mb()
     store = open_store(backend, folder / "store", url, dim, args)
-    print(f"{backend}: ingesting {n} passages", flush=True)
-    loading = store.bulk_load() if backend == "postgres" else nullcontext()  # type: ignore[attr-defined]
-    bucket, result.ingest_s, result.index_s = ingest(store, data, args.per_source, loading)
+    if args.loaded:
+        bucket = store.get_bucket("scale", tenant_id="default").id
+    else:
+        print(f"{backend}: ingesting {n} passages", flush=True)
+        loading = store.bulk_load() if backend == "postgres" else nullcontext()  # type: ignore[attr-defined]
+        bucket, result.ingest_s, result.index_s = ingest(store, data, args.per_source, loading)
     scope = Scope(principal=Principal.local(), bucket_ids=(bucket,))
     started = time.perf_counter()
-    if backend == "sqlite":
+    if args.loaded:
+        pass
+    elif backend == "sqlite":
         store.search_dense(query_vectors[0], scope, limit=LIMIT)  # loads the vectors
         store.vectors.wait_until_ready()  # type: ignore[attr-defined]
     else:
@@ -582,12 +603,13 @@ def report(results: Sequence[Result], loads: dict[int, dict[str, Any]], args: An
             f"{r.sizes['originals (blobs) MB']:.0f}",
         )
         for r in results
+        if r.ingest_s > 0  # not with --loaded
     ]
     print("Ingest (one writer, sources of", args.per_source, "passages):")
     header = ["store", "passages", "ingest s", "passages/s", "of it: index s", "ready s"]
     header += ["store MB", "blobs MB"]
     print(table(rows, header))
-    rows_rate = {r.backend: r.passages / r.ingest_s for r in results}
+    rows_rate = {r.backend: r.passages / r.ingest_s for r in results if r.ingest_s > 0}
     if "postgres" in rows_rate and "postgres-rows" in rows_rate:
         ratio = rows_rate["postgres"] / rows_rate["postgres-rows"]
         print(f"PostgreSQL bulk load / row by row (passages/s): {ratio:.2f}")
@@ -662,6 +684,12 @@ def main() -> None:
     parser.add_argument("--shared-buffers", default="1GB")
     parser.add_argument("--index-memory", default="1GB", help="maintenance_work_mem for HNSW")
     parser.add_argument("--index-workers", type=int, default=2, help="parallel HNSW build")
+    parser.add_argument(
+        "--loaded",
+        metavar="URL",
+        help="only search: a PostgreSQL database an earlier run loaded with these --passages"
+        " (and is still serving: stop it at its searches)",
+    )
     args = parser.parse_args()
     backends = args.backends.split(",")
 
@@ -680,6 +708,13 @@ def main() -> None:
     for backend in backends:
         folder = Path(tempfile.mkdtemp(prefix=f"citewell-scale-{backend}-"))
         try:
+            if args.loaded:
+                postmaster = loaded_postmaster(args.loaded)
+                result, _ = measure(
+                    backend, data, query_texts, query_vectors, args, folder, args.loaded, postmaster
+                )
+                results.append(result)
+                continue
             if backend == "sqlite":
                 result, _ = measure("sqlite", data, query_texts, query_vectors, args, folder)
                 results.append(result)
