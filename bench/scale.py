@@ -403,9 +403,7 @@ def measure(
         bucket, result.ingest_s, result.index_s = ingest(store, data, args.per_source, loading)
     scope = Scope(principal=Principal.local(), bucket_ids=(bucket,))
     started = time.perf_counter()
-    if args.loaded:
-        pass
-    elif backend == "sqlite":
+    if backend == "sqlite":
         store.search_dense(query_vectors[0], scope, limit=LIMIT)  # loads the vectors
         store.vectors.wait_until_ready()  # type: ignore[attr-defined]
     else:
