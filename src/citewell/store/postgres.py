@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, LiteralString
@@ -31,7 +31,6 @@ from citewell.model import (
     Agent,
     Answer,
     ApiKey,
-    Bucket,
     Chunk,
     Modality,
     Page,
@@ -62,6 +61,7 @@ from citewell.store.blobs import BlobStore
 from citewell.store.encoding import pack_boxes, pack_confidences, unpack_boxes, unpack_confidences
 from citewell.store.postgres_schema import migrate, schema_lock
 from citewell.store.postgres_search import ChunkTerms, Search, chunk_terms, count_terms
+from citewell.store.sql import Dialect, SqlStore
 
 __all__ = ["PostgresStore"]
 
@@ -105,13 +105,29 @@ def _store_errors() -> Iterator[None]:
         raise StoreError(f"the PostgreSQL store failed: {exc}") from exc
 
 
-class PostgresStore:
+class _PostgresDialect(Dialect):
+    """PostgreSQL keeps times as timestamptz, and locks the rows a transaction reads to write."""
+
+    mark = "%s"
+    binary = ' COLLATE "C"'
+    locks_rows = True
+
+    def time(self, moment: datetime) -> datetime:
+        return moment
+
+    def read_time(self, value: datetime) -> datetime:
+        return value
+
+
+class PostgresStore(SqlStore[Connection]):
     """A Store in a PostgreSQL database (with pgvector), originals in ``folder/blobs``.
 
     ``connections``: most connections this process opens; ``ef_search``: HNSW's candidate list,
     the recall of dense search against its speed; ``exact_below``: scopes of fewer chunks are
     searched exactly, larger ones through the HNSW index.
     """
+
+    dialect = _PostgresDialect()
 
     def __init__(
         self,
@@ -185,6 +201,10 @@ class PostgresStore:
         with _store_errors(), self._pool.connection() as conn, conn.transaction():
             yield conn
 
+    def _write(self) -> AbstractContextManager[Connection]:
+        """``transaction``, as the statements both stores share open one (``store/sql.py``)."""
+        return self.transaction()
+
     def _read(
         self, query: sql.Composed | LiteralString, params: Any = (), *, search: Search | None = None
     ) -> list[DictRow]:
@@ -202,67 +222,6 @@ class PostgresStore:
 
     def close(self) -> None:
         self._pool.close()
-
-    # buckets ---------------------------------------------------------------------------------
-    def create_bucket(self, slug: str, *, tenant_id: str, name: str | None = None) -> Bucket:
-        with self.transaction() as conn:
-            conn.execute(
-                "INSERT INTO buckets (id, tenant_id, slug, name, created_at)"
-                " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (tenant_id, slug) DO NOTHING",
-                (new_id("bkt"), tenant_id, slug, name or slug, datetime.now(UTC)),
-            )
-        return self.get_bucket(slug, tenant_id=tenant_id)
-
-    def get_bucket(self, id_or_slug: str, *, tenant_id: str) -> Bucket:
-        rows = self._read(
-            "SELECT id, tenant_id, slug, name, created_at FROM buckets"
-            " WHERE tenant_id = %s AND (id = %s OR slug = %s)",
-            (tenant_id, id_or_slug, id_or_slug),
-        )
-        if not rows:
-            raise NotFound(f"no bucket '{id_or_slug}'", param="bucket")
-        return Bucket.model_validate(rows[0])
-
-    def list_buckets(self, *, tenant_id: str) -> list[Bucket]:
-        rows = self._read(
-            "SELECT id, tenant_id, slug, name, created_at FROM buckets WHERE tenant_id = %s"
-            ' ORDER BY slug COLLATE "C"',
-            (tenant_id,),
-        )
-        return [Bucket.model_validate(row) for row in rows]
-
-    def rename_bucket(
-        self, bucket_id: str, *, slug: str | None = None, name: str | None = None
-    ) -> Bucket:
-        with self.transaction() as conn:
-            row = conn.execute(
-                "SELECT tenant_id, slug, name FROM buckets WHERE id = %s FOR UPDATE", (bucket_id,)
-            ).fetchone()
-            if row is None:
-                raise NotFound(f"no bucket '{bucket_id}'", param="bucket")
-            taken = conn.execute(
-                "SELECT 1 FROM buckets WHERE tenant_id = %s AND slug = %s AND id != %s",
-                (row["tenant_id"], slug, bucket_id),
-            ).fetchone()
-            if taken is not None:
-                raise Conflict(f"a bucket with slug '{slug}' already exists", param="slug")
-            conn.execute(
-                "UPDATE buckets SET slug = %s, name = %s WHERE id = %s",
-                (slug or row["slug"], row["name"] if name is None else name, bucket_id),
-            )
-        return self.get_bucket(bucket_id, tenant_id=row["tenant_id"])
-
-    def delete_bucket(self, bucket_id: str) -> None:
-        with self.transaction() as conn:
-            rows = conn.execute(
-                "SELECT s.key, s.content_hash FROM sources s JOIN buckets b ON b.key = s.bucket_key"
-                " WHERE b.id = %s FOR UPDATE OF s",
-                (bucket_id,),
-            ).fetchall()
-            self._forget_sources(conn, [row["key"] for row in rows])
-            if conn.execute("DELETE FROM buckets WHERE id = %s", (bucket_id,)).rowcount == 0:
-                raise NotFound(f"no bucket '{bucket_id}'", param="bucket")
-        self._after_removal({row["content_hash"] for row in rows})
 
     # sources ---------------------------------------------------------------------------------
     def find_source(self, bucket_id: str, content_hash: str) -> Source | None:

@@ -31,7 +31,6 @@ from citewell.model import (
     Agent,
     Answer,
     ApiKey,
-    Bucket,
     Chunk,
     Modality,
     Page,
@@ -64,6 +63,7 @@ from citewell.store.filters import SqlParam, compile_filter
 from citewell.store.fusion import fuse
 from citewell.store.lexical import LexicalDoc, LexicalIndex
 from citewell.store.schema import migrate
+from citewell.store.sql import Dialect, SqlStore
 from citewell.store.vectors import VectorIndex
 
 __all__ = ["SQLiteStore"]
@@ -107,13 +107,29 @@ def _store_errors() -> Iterator[None]:
         raise StoreError(f"the SQLite store failed: {exc}") from exc
 
 
-class SQLiteStore:
+class _SQLiteDialect(Dialect):
+    """SQLite keeps times as ISO 8601 text, and one transaction writes at a time."""
+
+    mark = "?"
+    binary = ""
+    locks_rows = False
+
+    def time(self, moment: datetime) -> str:
+        return moment.isoformat()
+
+    def read_time(self, value: str) -> datetime:
+        return datetime.fromisoformat(value)
+
+
+class SQLiteStore(SqlStore[sqlite3.Connection]):
     """A Store in one folder: ``citewell.db``, ``lexical/`` and ``blobs/``.
 
     Several processes may open the same folder (``citewell serve`` and ``citewell ingest`` at
     once): writes serialise on SQLite's lock and the lexical index's lock file, and every search
     first catches up with commits made elsewhere.
     """
+
+    dialect = _SQLiteDialect()
 
     def __init__(
         self,
@@ -201,67 +217,6 @@ class SQLiteStore:
                 conn.close()
             self._connections.clear()
         self._local = threading.local()
-
-    # buckets ---------------------------------------------------------------------------------
-    def create_bucket(self, slug: str, *, tenant_id: str, name: str | None = None) -> Bucket:
-        with self._write() as conn:
-            conn.execute(
-                "INSERT INTO buckets (id, tenant_id, slug, name, created_at) VALUES (?, ?, ?, ?, ?)"
-                " ON CONFLICT (tenant_id, slug) DO NOTHING",
-                (new_id("bkt"), tenant_id, slug, name or slug, _now()),
-            )
-        return self.get_bucket(slug, tenant_id=tenant_id)
-
-    def get_bucket(self, id_or_slug: str, *, tenant_id: str) -> Bucket:
-        rows = self._read(
-            "SELECT id, tenant_id, slug, name, created_at FROM buckets"
-            " WHERE tenant_id = ? AND (id = ? OR slug = ?)",
-            (tenant_id, id_or_slug, id_or_slug),
-        )
-        if not rows:
-            raise NotFound(f"no bucket '{id_or_slug}'", param="bucket")
-        return _bucket(rows[0])
-
-    def list_buckets(self, *, tenant_id: str) -> list[Bucket]:
-        rows = self._read(
-            "SELECT id, tenant_id, slug, name, created_at FROM buckets WHERE tenant_id = ?"
-            " ORDER BY slug",
-            (tenant_id,),
-        )
-        return [_bucket(row) for row in rows]
-
-    def rename_bucket(
-        self, bucket_id: str, *, slug: str | None = None, name: str | None = None
-    ) -> Bucket:
-        with self._write() as conn:
-            row = conn.execute(
-                "SELECT tenant_id, slug, name FROM buckets WHERE id = ?", (bucket_id,)
-            ).fetchone()
-            if row is None:
-                raise NotFound(f"no bucket '{bucket_id}'", param="bucket")
-            taken = conn.execute(
-                "SELECT 1 FROM buckets WHERE tenant_id = ? AND slug = ? AND id != ?",
-                (row["tenant_id"], slug, bucket_id),
-            ).fetchone()
-            if taken is not None:
-                raise Conflict(f"a bucket with slug '{slug}' already exists", param="slug")
-            conn.execute(
-                "UPDATE buckets SET slug = ?, name = ? WHERE id = ?",
-                (slug or row["slug"], row["name"] if name is None else name, bucket_id),
-            )
-        return self.get_bucket(bucket_id, tenant_id=row["tenant_id"])
-
-    def delete_bucket(self, bucket_id: str) -> None:
-        with self._write() as conn:
-            rows = conn.execute(
-                "SELECT s.key, s.content_hash FROM sources s JOIN buckets b ON b.key = s.bucket_key"
-                " WHERE b.id = ?",
-                (bucket_id,),
-            ).fetchall()
-            self._forget_sources(conn, [row["key"] for row in rows])
-            if conn.execute("DELETE FROM buckets WHERE id = ?", (bucket_id,)).rowcount == 0:
-                raise NotFound(f"no bucket '{bucket_id}'", param="bucket")
-        self._after_removal({row["content_hash"] for row in rows})
 
     # sources ---------------------------------------------------------------------------------
     def find_source(self, bucket_id: str, content_hash: str) -> Source | None:
@@ -1141,16 +1096,6 @@ def _api_key(row: sqlite3.Row) -> ApiKey:
         acl_labels=a_set("acl_labels"),
         created_at=datetime.fromisoformat(row["created_at"]),
         revoked_at=None if revoked is None else datetime.fromisoformat(revoked),
-    )
-
-
-def _bucket(row: sqlite3.Row) -> Bucket:
-    return Bucket(
-        id=row["id"],
-        tenant_id=row["tenant_id"],
-        slug=row["slug"],
-        name=row["name"],
-        created_at=datetime.fromisoformat(row["created_at"]),
     )
 
 

@@ -1,0 +1,190 @@
+"""The SQL both stores run, written once: buckets, tenants and keys, agents, traces and ingest jobs.
+
+The embedded store (SQLite) and the scale-out store (PostgreSQL) keep these records in tables of
+the same names and columns, so each statement is written here once, with ``?`` placeholders. What
+the two databases do differently is a ``Dialect``: the placeholder, how a value is stored (SQLite
+keeps times and lists as text), text order, row locks and whose clock times a lease. Each store
+keeps only what is its own: connections, schema, sources and their indexes, and search.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime
+from typing import Any, Generic, LiteralString, Protocol, TypeVar
+
+from citewell.errors import Conflict, NotFound
+from citewell.model import Bucket
+from citewell.store.base import new_id
+from citewell.store.blobs import BlobStore
+
+__all__ = ["Connection", "Dialect", "SqlStore"]
+
+
+class Row(Protocol):
+    """A row read by column name (``sqlite3.Row``, psycopg's ``DictRow``)."""
+
+    def __getitem__(self, column: str, /) -> Any: ...
+
+
+class Cursor(Protocol):
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class Connection(Protocol):
+    """What the shared statements need of a connection: sqlite3's and psycopg's both have it."""
+
+    def execute(self, query: LiteralString, params: Sequence[Any], /) -> Cursor: ...
+
+
+C = TypeVar("C", bound=Connection)
+
+
+class Dialect(ABC):
+    """How one database runs the statements written here."""
+
+    mark: LiteralString
+    """The placeholder its driver takes for ``?``."""
+    binary: LiteralString
+    """Appended to a text column in ORDER BY: order by code point, as SQLite always does."""
+    locks_rows: bool
+    """Whether a transaction locks the rows it reads to write (PostgreSQL), or the whole
+    database is written by one transaction at a time anyway (SQLite's BEGIN IMMEDIATE)."""
+
+    def query(self, text: LiteralString) -> LiteralString:
+        """The statement as the driver takes it (the statements here hold no other ``?``)."""
+        return text.replace("?", self.mark)
+
+    def lock(self, clause: LiteralString) -> LiteralString:
+        """A row-locking clause (`` FOR UPDATE``), where the database takes row locks."""
+        return clause if self.locks_rows else ""
+
+    @abstractmethod
+    def time(self, moment: datetime) -> Any:
+        """A time as its column keeps it."""
+
+    @abstractmethod
+    def read_time(self, value: Any) -> datetime: ...
+
+
+class SqlStore(ABC, Generic[C]):
+    """The part of a ``Store`` that is the same SQL on either database.
+
+    A store provides its dialect, its transactions and reads, and the removal of sources (whose
+    derived rows and indexes are its own).
+    """
+
+    dialect: Dialect
+    blobs: BlobStore
+
+    @abstractmethod
+    def _write(self) -> AbstractContextManager[C]:
+        """A connection in a transaction that commits when the block ends."""
+
+    @abstractmethod
+    def _read(self, query: LiteralString, params: Sequence[Any] = ()) -> Sequence[Any]:
+        """The rows of one statement, in the driver's own placeholders."""
+
+    @abstractmethod
+    def _forget_sources(self, conn: C, source_keys: Sequence[int]) -> None:
+        """Delete sources with what is derived from them and the answers quoting them."""
+
+    @abstractmethod
+    def _after_removal(self, content_hashes: set[str]) -> None:
+        """Finish a removal after its transaction: the originals nothing holds any more."""
+
+    def _run(self, conn: C, query: LiteralString, params: Sequence[Any] = ()) -> Cursor:
+        """Run one statement in a transaction."""
+        return conn.execute(self.dialect.query(query), params)
+
+    def _rows(self, query: LiteralString, params: Sequence[Any] = ()) -> Sequence[Row]:
+        """The rows of one statement, read outside any transaction."""
+        return self._read(self.dialect.query(query), params)
+
+    # buckets ---------------------------------------------------------------------------------
+    def create_bucket(self, slug: str, *, tenant_id: str, name: str | None = None) -> Bucket:
+        with self._write() as conn:
+            self._run(
+                conn,
+                "INSERT INTO buckets (id, tenant_id, slug, name, created_at) VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT (tenant_id, slug) DO NOTHING",
+                (new_id("bkt"), tenant_id, slug, name or slug, self.dialect.time(_now())),
+            )
+        return self.get_bucket(slug, tenant_id=tenant_id)
+
+    def get_bucket(self, id_or_slug: str, *, tenant_id: str) -> Bucket:
+        rows = self._rows(
+            "SELECT id, tenant_id, slug, name, created_at FROM buckets"
+            " WHERE tenant_id = ? AND (id = ? OR slug = ?)",
+            (tenant_id, id_or_slug, id_or_slug),
+        )
+        if not rows:
+            raise NotFound(f"no bucket '{id_or_slug}'", param="bucket")
+        return self._bucket(rows[0])
+
+    def list_buckets(self, *, tenant_id: str) -> list[Bucket]:
+        rows = self._rows(
+            "SELECT id, tenant_id, slug, name, created_at FROM buckets WHERE tenant_id = ?"
+            f" ORDER BY slug{self.dialect.binary}",
+            (tenant_id,),
+        )
+        return [self._bucket(row) for row in rows]
+
+    def rename_bucket(
+        self, bucket_id: str, *, slug: str | None = None, name: str | None = None
+    ) -> Bucket:
+        with self._write() as conn:
+            row = self._run(
+                conn,
+                "SELECT tenant_id, slug, name FROM buckets WHERE id = ?"
+                + self.dialect.lock(" FOR UPDATE"),
+                (bucket_id,),
+            ).fetchone()
+            if row is None:
+                raise NotFound(f"no bucket '{bucket_id}'", param="bucket")
+            taken = self._run(
+                conn,
+                "SELECT 1 FROM buckets WHERE tenant_id = ? AND slug = ? AND id != ?",
+                (row["tenant_id"], slug, bucket_id),
+            ).fetchone()
+            if taken is not None:
+                raise Conflict(f"a bucket with slug '{slug}' already exists", param="slug")
+            self._run(
+                conn,
+                "UPDATE buckets SET slug = ?, name = ? WHERE id = ?",
+                (slug or row["slug"], row["name"] if name is None else name, bucket_id),
+            )
+        return self.get_bucket(bucket_id, tenant_id=row["tenant_id"])
+
+    def delete_bucket(self, bucket_id: str) -> None:
+        with self._write() as conn:
+            rows = self._run(
+                conn,
+                "SELECT s.key, s.content_hash FROM sources s JOIN buckets b ON b.key = s.bucket_key"
+                " WHERE b.id = ?" + self.dialect.lock(" FOR UPDATE OF s"),
+                (bucket_id,),
+            ).fetchall()
+            self._forget_sources(conn, [row["key"] for row in rows])
+            if self._run(conn, "DELETE FROM buckets WHERE id = ?", (bucket_id,)).rowcount == 0:
+                raise NotFound(f"no bucket '{bucket_id}'", param="bucket")
+        self._after_removal({row["content_hash"] for row in rows})
+
+    def _bucket(self, row: Row) -> Bucket:
+        return Bucket(
+            id=row["id"],
+            tenant_id=row["tenant_id"],
+            slug=row["slug"],
+            name=row["name"],
+            created_at=self.dialect.read_time(row["created_at"]),
+        )
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
