@@ -28,17 +28,13 @@ from citewell.errors import Conflict, NotFound, StoreError
 from citewell.ingest.base import CharBoxes, CharConfidences
 from citewell.ingest.jobs import KEPT_FINISHED, IngestJob, JobState
 from citewell.model import (
-    Agent,
     Answer,
-    ApiKey,
     Chunk,
     Modality,
     Page,
-    Permission,
     ScoreBreakdown,
     Source,
     Span,
-    Tenant,
     Trace,
 )
 from citewell.store.base import (
@@ -53,7 +49,6 @@ from citewell.store.base import (
     chunk_id,
     job_interrupted,
     job_under_way,
-    new_id,
     new_source_id,
     sources_quoted,
 )
@@ -77,7 +72,6 @@ _CHUNK_COLUMNS = (
     " c.page_numbers, c.sentences, c.language,"
     " substr(s.text, c.start_offset + 1, c.end_offset - c.start_offset) AS text"
 )
-_KEY_COLUMNS = "id, tenant_id, name, permissions, bucket_ids, acl_labels, created_at, revoked_at"
 _JOB_COLUMNS = (
     "id, tenant_id, bucket_id, filename, mime_type, content_hash, byte_size, acl, metadata,"
     " effective_date, state, attempts, pages_done, pages_total, result_id, error, unreadable,"
@@ -116,6 +110,12 @@ class _PostgresDialect(Dialect):
         return moment
 
     def read_time(self, value: datetime) -> datetime:
+        return value
+
+    def labels(self, values: Iterable[str]) -> list[str]:
+        return sorted(values)
+
+    def read_labels(self, value: list[str]) -> list[str]:
         return value
 
 
@@ -844,101 +844,6 @@ class PostgresStore(SqlStore[Connection]):
         with self.transaction() as conn:
             conn.execute("DELETE FROM traces WHERE created_at < %s", (self._trace_cutoff(),))
 
-    # tenants and keys ------------------------------------------------------------------------
-    def create_tenant(self, name: str) -> Tenant:
-        tenant = Tenant(id=new_id("ten"), name=name, created_at=datetime.now(UTC))
-        with self.transaction() as conn:
-            conn.execute(
-                "INSERT INTO tenants (id, name, created_at) VALUES (%s, %s, %s)",
-                (tenant.id, tenant.name, tenant.created_at),
-            )
-        return tenant
-
-    def get_tenant(self, tenant_id: str) -> Tenant:
-        rows = self._read("SELECT id, name, created_at FROM tenants WHERE id = %s", (tenant_id,))
-        if not rows:
-            raise NotFound(f"No tenant found with id '{tenant_id}'.", param="tenant_id")
-        return Tenant.model_validate(rows[0])
-
-    def list_tenants(self) -> list[Tenant]:
-        rows = self._read(
-            "SELECT id, name, created_at FROM tenants"
-            " ORDER BY id != 'default', created_at, id COLLATE \"C\""
-        )
-        return [Tenant.model_validate(row) for row in rows]
-
-    def put_key(self, key: ApiKey, secret_hash: str) -> None:
-        self.get_tenant(key.tenant_id)
-        with self.transaction() as conn:
-            conn.execute(
-                "INSERT INTO api_keys (id, tenant_id, name, secret_hash, permissions, bucket_ids,"
-                " acl_labels, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                (
-                    key.id,
-                    key.tenant_id,
-                    key.name,
-                    secret_hash,
-                    sorted(key.permissions),
-                    None if key.bucket_ids is None else sorted(key.bucket_ids),
-                    None if key.acl_labels is None else sorted(key.acl_labels),
-                    key.created_at,
-                ),
-            )
-
-    def get_key(self, key_id: str) -> tuple[ApiKey, str]:
-        rows = self._read(
-            f"SELECT {_KEY_COLUMNS}, secret_hash FROM api_keys WHERE id = %s", (key_id,)
-        )
-        if not rows:
-            raise NotFound(f"No API key found with id '{key_id}'.", param="key_id")
-        return _api_key(rows[0]), rows[0]["secret_hash"]
-
-    def list_keys(self, tenant_id: str) -> list[ApiKey]:
-        rows = self._read(
-            f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE tenant_id = %s"
-            ' ORDER BY created_at, id COLLATE "C"',
-            (tenant_id,),
-        )
-        return [_api_key(row) for row in rows]
-
-    def revoke_key(self, key_id: str, *, tenant_id: str) -> ApiKey:
-        with self.transaction() as conn:
-            conn.execute(
-                "UPDATE api_keys SET revoked_at = %s WHERE id = %s AND tenant_id = %s"
-                " AND revoked_at IS NULL",
-                (datetime.now(UTC), key_id, tenant_id),
-            )
-        key, _ = self.get_key(key_id)
-        if key.tenant_id != tenant_id:
-            raise NotFound(f"No API key found with id '{key_id}'.", param="key_id")
-        return key
-
-    # agents ----------------------------------------------------------------------------------
-    def put_agent(self, agent: Agent, *, tenant_id: str) -> None:
-        self.get_tenant(tenant_id)
-        with self.transaction() as conn:
-            conn.execute(
-                "INSERT INTO agents (tenant_id, name, agent, created_at)"
-                " VALUES (%s, %s, %s, %s)"
-                " ON CONFLICT (tenant_id, name) DO UPDATE SET agent = excluded.agent",
-                (tenant_id, agent.name, agent.model_dump_json(), datetime.now(UTC)),
-            )
-
-    def list_agents(self, *, tenant_id: str) -> list[Agent]:
-        rows = self._read(
-            'SELECT agent FROM agents WHERE tenant_id = %s ORDER BY created_at, name COLLATE "C"',
-            (tenant_id,),
-        )
-        return [Agent.model_validate_json(row["agent"]) for row in rows]
-
-    def delete_agent(self, name: str, *, tenant_id: str) -> None:
-        with self.transaction() as conn:
-            deleted = conn.execute(
-                "DELETE FROM agents WHERE tenant_id = %s AND name = %s", (tenant_id, name)
-            ).rowcount
-        if not deleted:
-            raise NotFound(f"No agent named '{name}'.", param="name")
-
 
 # rows ----------------------------------------------------------------------------------------
 def _source(row: DictRow) -> Source:
@@ -956,19 +861,6 @@ def _chunk(row: DictRow) -> Chunk:
         page_numbers=tuple(row["page_numbers"]),
         sentences=tuple(Span(start=a, end=b) for a, b in row["sentences"]),
         language=row["language"],
-    )
-
-
-def _api_key(row: DictRow) -> ApiKey:
-    return ApiKey(
-        id=row["id"],
-        tenant_id=row["tenant_id"],
-        name=row["name"],
-        permissions=frozenset(Permission(p) for p in row["permissions"]),
-        bucket_ids=None if row["bucket_ids"] is None else frozenset(row["bucket_ids"]),
-        acl_labels=None if row["acl_labels"] is None else frozenset(row["acl_labels"]),
-        created_at=row["created_at"],
-        revoked_at=row["revoked_at"],
     )
 
 

@@ -10,13 +10,13 @@ keeps only what is its own: connections, schema, sources and their indexes, and 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any, Generic, LiteralString, Protocol, TypeVar
 
 from citewell.errors import Conflict, NotFound
-from citewell.model import Bucket
+from citewell.model import Agent, ApiKey, Bucket, Permission, Tenant
 from citewell.store.base import new_id
 from citewell.store.blobs import BlobStore
 
@@ -72,6 +72,13 @@ class Dialect(ABC):
 
     @abstractmethod
     def read_time(self, value: Any) -> datetime: ...
+
+    @abstractmethod
+    def labels(self, values: Iterable[str]) -> Any:
+        """A set of strings as its column keeps it, sorted."""
+
+    @abstractmethod
+    def read_labels(self, value: Any) -> list[str]: ...
 
 
 class SqlStore(ABC, Generic[C]):
@@ -184,6 +191,132 @@ class SqlStore(ABC, Generic[C]):
             name=row["name"],
             created_at=self.dialect.read_time(row["created_at"]),
         )
+
+    # tenants and keys ------------------------------------------------------------------------
+    def create_tenant(self, name: str) -> Tenant:
+        tenant = Tenant(id=new_id("ten"), name=name, created_at=_now())
+        with self._write() as conn:
+            self._run(
+                conn,
+                "INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)",
+                (tenant.id, tenant.name, self.dialect.time(tenant.created_at)),
+            )
+        return tenant
+
+    def get_tenant(self, tenant_id: str) -> Tenant:
+        rows = self._rows("SELECT id, name, created_at FROM tenants WHERE id = ?", (tenant_id,))
+        if not rows:
+            raise NotFound(f"No tenant found with id '{tenant_id}'.", param="tenant_id")
+        return self._tenant(rows[0])
+
+    def list_tenants(self) -> list[Tenant]:
+        rows = self._rows(
+            "SELECT id, name, created_at FROM tenants"
+            f" ORDER BY id != 'default', created_at, id{self.dialect.binary}"
+        )
+        return [self._tenant(row) for row in rows]
+
+    def put_key(self, key: ApiKey, secret_hash: str) -> None:
+        self.get_tenant(key.tenant_id)
+        with self._write() as conn:
+            self._run(
+                conn,
+                "INSERT INTO api_keys (id, tenant_id, name, secret_hash, permissions, bucket_ids,"
+                " acl_labels, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key.id,
+                    key.tenant_id,
+                    key.name,
+                    secret_hash,
+                    self.dialect.labels(key.permissions),
+                    None if key.bucket_ids is None else self.dialect.labels(key.bucket_ids),
+                    None if key.acl_labels is None else self.dialect.labels(key.acl_labels),
+                    self.dialect.time(key.created_at),
+                ),
+            )
+
+    def get_key(self, key_id: str) -> tuple[ApiKey, str]:
+        rows = self._rows(
+            f"SELECT {_KEY_COLUMNS}, secret_hash FROM api_keys WHERE id = ?", (key_id,)
+        )
+        if not rows:
+            raise NotFound(f"No API key found with id '{key_id}'.", param="key_id")
+        return self._api_key(rows[0]), rows[0]["secret_hash"]
+
+    def list_keys(self, tenant_id: str) -> list[ApiKey]:
+        rows = self._rows(
+            f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE tenant_id = ?"
+            f" ORDER BY created_at, id{self.dialect.binary}",
+            (tenant_id,),
+        )
+        return [self._api_key(row) for row in rows]
+
+    def revoke_key(self, key_id: str, *, tenant_id: str) -> ApiKey:
+        with self._write() as conn:
+            self._run(
+                conn,
+                "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND tenant_id = ?"
+                " AND revoked_at IS NULL",
+                (self.dialect.time(_now()), key_id, tenant_id),
+            )
+        key, _ = self.get_key(key_id)
+        if key.tenant_id != tenant_id:
+            raise NotFound(f"No API key found with id '{key_id}'.", param="key_id")
+        return key
+
+    def _tenant(self, row: Row) -> Tenant:
+        return Tenant(
+            id=row["id"], name=row["name"], created_at=self.dialect.read_time(row["created_at"])
+        )
+
+    def _api_key(self, row: Row) -> ApiKey:
+        def a_set(column: str) -> frozenset[str] | None:
+            value = row[column]
+            return None if value is None else frozenset(self.dialect.read_labels(value))
+
+        revoked = row["revoked_at"]
+        return ApiKey(
+            id=row["id"],
+            tenant_id=row["tenant_id"],
+            name=row["name"],
+            permissions=frozenset(
+                Permission(p) for p in self.dialect.read_labels(row["permissions"])
+            ),
+            bucket_ids=a_set("bucket_ids"),
+            acl_labels=a_set("acl_labels"),
+            created_at=self.dialect.read_time(row["created_at"]),
+            revoked_at=None if revoked is None else self.dialect.read_time(revoked),
+        )
+
+    # agents ----------------------------------------------------------------------------------
+    def put_agent(self, agent: Agent, *, tenant_id: str) -> None:
+        self.get_tenant(tenant_id)
+        with self._write() as conn:
+            self._run(
+                conn,
+                "INSERT INTO agents (tenant_id, name, agent, created_at) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (tenant_id, name) DO UPDATE SET agent = excluded.agent",
+                (tenant_id, agent.name, agent.model_dump_json(), self.dialect.time(_now())),
+            )
+
+    def list_agents(self, *, tenant_id: str) -> list[Agent]:
+        rows = self._rows(
+            "SELECT agent FROM agents WHERE tenant_id = ?"
+            f" ORDER BY created_at, name{self.dialect.binary}",
+            (tenant_id,),
+        )
+        return [Agent.model_validate_json(row["agent"]) for row in rows]
+
+    def delete_agent(self, name: str, *, tenant_id: str) -> None:
+        with self._write() as conn:
+            deleted = self._run(
+                conn, "DELETE FROM agents WHERE tenant_id = ? AND name = ?", (tenant_id, name)
+            ).rowcount
+        if not deleted:
+            raise NotFound(f"No agent named '{name}'.", param="name")
+
+
+_KEY_COLUMNS = "id, tenant_id, name, permissions, bucket_ids, acl_labels, created_at, revoked_at"
 
 
 def _now() -> datetime:

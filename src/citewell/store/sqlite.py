@@ -28,17 +28,13 @@ from citewell.errors import Conflict, NotFound, StoreError
 from citewell.ingest.base import CharBoxes, CharConfidences
 from citewell.ingest.jobs import KEPT_FINISHED, IngestJob, JobState
 from citewell.model import (
-    Agent,
     Answer,
-    ApiKey,
     Chunk,
     Modality,
     Page,
-    Permission,
     Source,
     SourceStatus,
     Span,
-    Tenant,
     Trace,
 )
 from citewell.store.base import (
@@ -53,7 +49,6 @@ from citewell.store.base import (
     chunk_id,
     job_interrupted,
     job_under_way,
-    new_id,
     new_source_id,
     sources_quoted,
 )
@@ -119,6 +114,12 @@ class _SQLiteDialect(Dialect):
 
     def read_time(self, value: str) -> datetime:
         return datetime.fromisoformat(value)
+
+    def labels(self, values: Iterable[str]) -> str:
+        return json.dumps(sorted(values), ensure_ascii=False)
+
+    def read_labels(self, value: str) -> list[str]:
+        return list(json.loads(value))
 
 
 class SQLiteStore(SqlStore[sqlite3.Connection]):
@@ -695,97 +696,6 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
         with self._write() as conn:
             conn.execute("DELETE FROM traces WHERE created_at < ?", (self._trace_cutoff(),))
 
-    # tenants and keys ------------------------------------------------------------------------
-    def create_tenant(self, name: str) -> Tenant:
-        tenant = Tenant(id=new_id("ten"), name=name, created_at=datetime.now(UTC))
-        with self._write() as conn:
-            conn.execute(
-                "INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)",
-                (tenant.id, tenant.name, tenant.created_at.isoformat()),
-            )
-        return tenant
-
-    def get_tenant(self, tenant_id: str) -> Tenant:
-        rows = self._read("SELECT id, name, created_at FROM tenants WHERE id = ?", (tenant_id,))
-        if not rows:
-            raise NotFound(f"No tenant found with id '{tenant_id}'.", param="tenant_id")
-        return _tenant(rows[0])
-
-    def list_tenants(self) -> list[Tenant]:
-        rows = self._read(
-            "SELECT id, name, created_at FROM tenants ORDER BY id != 'default', created_at, id"
-        )
-        return [_tenant(row) for row in rows]
-
-    def put_key(self, key: ApiKey, secret_hash: str) -> None:
-        self.get_tenant(key.tenant_id)
-        with self._write() as conn:
-            conn.execute(
-                "INSERT INTO api_keys (id, tenant_id, name, secret_hash, permissions, bucket_ids,"
-                " acl_labels, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)",
-                (
-                    key.id,
-                    key.tenant_id,
-                    key.name,
-                    secret_hash,
-                    json.dumps(sorted(key.permissions)),
-                    _json_set(key.bucket_ids),
-                    _json_set(key.acl_labels),
-                    key.created_at.isoformat(),
-                ),
-            )
-
-    def get_key(self, key_id: str) -> tuple[ApiKey, str]:
-        rows = self._read(
-            f"SELECT {_KEY_COLUMNS}, secret_hash FROM api_keys WHERE id = ?", (key_id,)
-        )
-        if not rows:
-            raise NotFound(f"No API key found with id '{key_id}'.", param="key_id")
-        return _api_key(rows[0]), rows[0]["secret_hash"]
-
-    def list_keys(self, tenant_id: str) -> list[ApiKey]:
-        rows = self._read(
-            f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE tenant_id = ? ORDER BY created_at, id",
-            (tenant_id,),
-        )
-        return [_api_key(row) for row in rows]
-
-    def revoke_key(self, key_id: str, *, tenant_id: str) -> ApiKey:
-        with self._write() as conn:
-            conn.execute(
-                "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND tenant_id = ?"
-                " AND revoked_at IS NULL",
-                (_now(), key_id, tenant_id),
-            )
-        key, _ = self.get_key(key_id)
-        if key.tenant_id != tenant_id:
-            raise NotFound(f"No API key found with id '{key_id}'.", param="key_id")
-        return key
-
-    # agents ----------------------------------------------------------------------------------
-    def put_agent(self, agent: Agent, *, tenant_id: str) -> None:
-        self.get_tenant(tenant_id)
-        with self._write() as conn:
-            conn.execute(
-                "INSERT INTO agents (tenant_id, name, agent, created_at) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT (tenant_id, name) DO UPDATE SET agent = excluded.agent",
-                (tenant_id, agent.name, agent.model_dump_json(), _now()),
-            )
-
-    def list_agents(self, *, tenant_id: str) -> list[Agent]:
-        rows = self._read(
-            "SELECT agent FROM agents WHERE tenant_id = ? ORDER BY created_at, name", (tenant_id,)
-        )
-        return [Agent.model_validate_json(row["agent"]) for row in rows]
-
-    def delete_agent(self, name: str, *, tenant_id: str) -> None:
-        with self._write() as conn:
-            deleted = conn.execute(
-                "DELETE FROM agents WHERE tenant_id = ? AND name = ?", (tenant_id, name)
-            ).rowcount
-        if not deleted:
-            raise NotFound(f"No agent named '{name}'.", param="name")
-
     # ingest jobs -----------------------------------------------------------------------------
     def add_job(self, job: IngestJob, content: bytes, *, owner: str, lease_seconds: float) -> None:
         self.blobs.put(content, job.content_hash)
@@ -1066,37 +976,6 @@ def _process_alive(pid: int | None) -> bool:
     except PermissionError:
         return True
     return True
-
-
-_KEY_COLUMNS = "id, tenant_id, name, permissions, bucket_ids, acl_labels, created_at, revoked_at"
-
-
-def _json_set(values: frozenset[str] | None) -> str | None:
-    return None if values is None else json.dumps(sorted(values), ensure_ascii=False)
-
-
-def _tenant(row: sqlite3.Row) -> Tenant:
-    return Tenant(
-        id=row["id"], name=row["name"], created_at=datetime.fromisoformat(row["created_at"])
-    )
-
-
-def _api_key(row: sqlite3.Row) -> ApiKey:
-    def a_set(column: str) -> frozenset[str] | None:
-        value = row[column]
-        return None if value is None else frozenset(json.loads(value))
-
-    revoked = row["revoked_at"]
-    return ApiKey(
-        id=row["id"],
-        tenant_id=row["tenant_id"],
-        name=row["name"],
-        permissions=frozenset(Permission(p) for p in json.loads(row["permissions"])),
-        bucket_ids=a_set("bucket_ids"),
-        acl_labels=a_set("acl_labels"),
-        created_at=datetime.fromisoformat(row["created_at"]),
-        revoked_at=None if revoked is None else datetime.fromisoformat(revoked),
-    )
 
 
 def _source(row: sqlite3.Row) -> Source:
