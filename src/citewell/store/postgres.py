@@ -35,7 +35,6 @@ from citewell.model import (
     ScoreBreakdown,
     Source,
     Span,
-    Trace,
 )
 from citewell.store.base import (
     ChunkHit,
@@ -44,7 +43,6 @@ from citewell.store.base import (
     Scope,
     SourceDraft,
     StoredAnswer,
-    StoredTrace,
     Vectors,
     chunk_id,
     job_interrupted,
@@ -110,6 +108,12 @@ class _PostgresDialect(Dialect):
         return moment
 
     def read_time(self, value: datetime) -> datetime:
+        return value
+
+    def stamp(self, moment: datetime) -> datetime:
+        return moment
+
+    def read_stamp(self, value: datetime) -> datetime:
         return value
 
     def labels(self, values: Iterable[str]) -> list[str]:
@@ -800,49 +804,6 @@ class PostgresStore(SqlStore[Connection]):
         cutoff = datetime.now(UTC) - timedelta(days=self.answer_retention_days)
         with self.transaction() as conn:
             conn.execute("DELETE FROM answers WHERE created_at < %s", (cutoff,))
-
-    # traces ----------------------------------------------------------------------------------
-    def put_trace(self, stored: StoredTrace) -> None:
-        if stored.created_at.tzinfo is None:
-            raise ValueError("a trace's time must be timezone-aware")
-        with self.transaction() as conn:
-            if self.trace_retention_days > 0:
-                conn.execute(
-                    "INSERT INTO traces (answer_id, agent, created_at, trace)"
-                    " VALUES (%s, %s, %s, %s) ON CONFLICT (answer_id) DO UPDATE SET"
-                    " agent = excluded.agent, created_at = excluded.created_at,"
-                    " trace = excluded.trace",
-                    (
-                        stored.answer_id,
-                        stored.agent,
-                        stored.created_at,
-                        stored.trace.model_dump_json(),
-                    ),
-                )
-            conn.execute("DELETE FROM traces WHERE created_at < %s", (self._trace_cutoff(),))
-
-    def list_traces(self) -> list[StoredTrace]:
-        rows = self._read(
-            "SELECT answer_id, agent, created_at, trace FROM traces"
-            ' ORDER BY created_at, answer_id COLLATE "C"'
-        )
-        return [
-            StoredTrace(
-                answer_id=row["answer_id"],
-                agent=row["agent"],
-                created_at=row["created_at"],
-                trace=Trace.model_validate_json(row["trace"]),
-            )
-            for row in rows
-        ]
-
-    def _trace_cutoff(self) -> datetime:
-        return datetime.now(UTC) - timedelta(days=self.trace_retention_days)
-
-    def _purge_traces(self) -> None:
-        """Drop the traces older than the retention (all of them for 0 days)."""
-        with self.transaction() as conn:
-            conn.execute("DELETE FROM traces WHERE created_at < %s", (self._trace_cutoff(),))
 
 
 # rows ----------------------------------------------------------------------------------------

@@ -12,12 +12,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, LiteralString, Protocol, TypeVar
 
 from citewell.errors import Conflict, NotFound
-from citewell.model import Agent, ApiKey, Bucket, Permission, Tenant
-from citewell.store.base import new_id
+from citewell.model import Agent, ApiKey, Bucket, Permission, Tenant, Trace
+from citewell.store.base import StoredTrace, new_id
 from citewell.store.blobs import BlobStore
 
 __all__ = ["Connection", "Dialect", "SqlStore"]
@@ -74,6 +74,13 @@ class Dialect(ABC):
     def read_time(self, value: Any) -> datetime: ...
 
     @abstractmethod
+    def stamp(self, moment: datetime) -> Any:
+        """A time as a column that is ordered and compared by it keeps it (traces, jobs)."""
+
+    @abstractmethod
+    def read_stamp(self, value: Any) -> datetime: ...
+
+    @abstractmethod
     def labels(self, values: Iterable[str]) -> Any:
         """A set of strings as its column keeps it, sorted."""
 
@@ -90,6 +97,7 @@ class SqlStore(ABC, Generic[C]):
 
     dialect: Dialect
     blobs: BlobStore
+    trace_retention_days: int
 
     @abstractmethod
     def _write(self) -> AbstractContextManager[C]:
@@ -191,6 +199,50 @@ class SqlStore(ABC, Generic[C]):
             name=row["name"],
             created_at=self.dialect.read_time(row["created_at"]),
         )
+
+    # traces ----------------------------------------------------------------------------------
+    def put_trace(self, stored: StoredTrace) -> None:
+        if stored.created_at.tzinfo is None:
+            raise ValueError("a trace's time must be timezone-aware")
+        with self._write() as conn:
+            if self.trace_retention_days > 0:
+                self._run(
+                    conn,
+                    "INSERT INTO traces (answer_id, agent, created_at, trace) VALUES (?, ?, ?, ?)"
+                    " ON CONFLICT (answer_id) DO UPDATE SET agent = excluded.agent,"
+                    " created_at = excluded.created_at, trace = excluded.trace",
+                    (
+                        stored.answer_id,
+                        stored.agent,
+                        self.dialect.stamp(stored.created_at),
+                        stored.trace.model_dump_json(),
+                    ),
+                )
+            self._drop_old_traces(conn)
+
+    def list_traces(self) -> list[StoredTrace]:
+        rows = self._rows(
+            "SELECT answer_id, agent, created_at, trace FROM traces"
+            f" ORDER BY created_at, answer_id{self.dialect.binary}"
+        )
+        return [
+            StoredTrace(
+                answer_id=row["answer_id"],
+                agent=row["agent"],
+                created_at=self.dialect.read_stamp(row["created_at"]),
+                trace=Trace.model_validate_json(row["trace"]),
+            )
+            for row in rows
+        ]
+
+    def _purge_traces(self) -> None:
+        """Drop the traces older than the retention (all of them for 0 days)."""
+        with self._write() as conn:
+            self._drop_old_traces(conn)
+
+    def _drop_old_traces(self, conn: C) -> None:
+        cutoff = _now() - timedelta(days=self.trace_retention_days)
+        self._run(conn, "DELETE FROM traces WHERE created_at < ?", (self.dialect.stamp(cutoff),))
 
     # tenants and keys ------------------------------------------------------------------------
     def create_tenant(self, name: str) -> Tenant:

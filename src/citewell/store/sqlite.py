@@ -35,7 +35,6 @@ from citewell.model import (
     Source,
     SourceStatus,
     Span,
-    Trace,
 )
 from citewell.store.base import (
     ChunkHit,
@@ -44,7 +43,6 @@ from citewell.store.base import (
     Scope,
     SourceDraft,
     StoredAnswer,
-    StoredTrace,
     Vectors,
     chunk_id,
     job_interrupted,
@@ -86,8 +84,6 @@ _UTC_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
 def _utc_text(moment: datetime) -> str:
-    if moment.tzinfo is None:
-        raise ValueError("a trace's time must be timezone-aware")
     return moment.astimezone(UTC).strftime(_UTC_FORMAT)
 
 
@@ -103,7 +99,8 @@ def _store_errors() -> Iterator[None]:
 
 
 class _SQLiteDialect(Dialect):
-    """SQLite keeps times as ISO 8601 text, and one transaction writes at a time."""
+    """SQLite keeps times as ISO 8601 text (those it orders by as fixed-width UTC), labels as
+    JSON, and one transaction writes at a time."""
 
     mark = "?"
     binary = ""
@@ -114,6 +111,12 @@ class _SQLiteDialect(Dialect):
 
     def read_time(self, value: str) -> datetime:
         return datetime.fromisoformat(value)
+
+    def stamp(self, moment: datetime) -> str:
+        return _utc_text(moment)
+
+    def read_stamp(self, value: str) -> datetime:
+        return datetime.strptime(value, _UTC_FORMAT).replace(tzinfo=UTC)
 
     def labels(self, values: Iterable[str]) -> str:
         return json.dumps(sorted(values), ensure_ascii=False)
@@ -652,49 +655,11 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
             key_id=row["key_id"],
         )
 
-    # traces ----------------------------------------------------------------------------------
-    def put_trace(self, stored: StoredTrace) -> None:
-        with self._write() as conn:
-            if self.trace_retention_days > 0:
-                conn.execute(
-                    "INSERT OR REPLACE INTO traces (answer_id, agent, created_at, trace)"
-                    " VALUES (?, ?, ?, ?)",
-                    (
-                        stored.answer_id,
-                        stored.agent,
-                        _utc_text(stored.created_at),
-                        stored.trace.model_dump_json(),
-                    ),
-                )
-            conn.execute("DELETE FROM traces WHERE created_at < ?", (self._trace_cutoff(),))
-
-    def list_traces(self) -> list[StoredTrace]:
-        rows = self._read(
-            "SELECT answer_id, agent, created_at, trace FROM traces ORDER BY created_at, answer_id"
-        )
-        return [
-            StoredTrace(
-                answer_id=row["answer_id"],
-                agent=row["agent"],
-                created_at=datetime.strptime(row["created_at"], _UTC_FORMAT).replace(tzinfo=UTC),
-                trace=Trace.model_validate_json(row["trace"]),
-            )
-            for row in rows
-        ]
-
-    def _trace_cutoff(self) -> str:
-        return _utc_text(datetime.now(UTC) - timedelta(days=self.trace_retention_days))
-
     def _purge_answers(self) -> None:
         """Drop the stored answers older than the retention (with what they quote)."""
         cutoff = datetime.now(UTC) - timedelta(days=self.answer_retention_days)
         with self._write() as conn:
             conn.execute("DELETE FROM answers WHERE created_at < ?", (cutoff.isoformat(),))
-
-    def _purge_traces(self) -> None:
-        """Drop the traces older than the retention (all of them for 0 days)."""
-        with self._write() as conn:
-            conn.execute("DELETE FROM traces WHERE created_at < ?", (self._trace_cutoff(),))
 
     # ingest jobs -----------------------------------------------------------------------------
     def add_job(self, job: IngestJob, content: bytes, *, owner: str, lease_seconds: float) -> None:
