@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any, LiteralString
 
@@ -26,7 +26,6 @@ from psycopg_pool import ConnectionPool
 
 from citewell.errors import Conflict, NotFound, StoreError
 from citewell.ingest.base import CharBoxes, CharConfidences
-from citewell.ingest.jobs import KEPT_FINISHED, IngestJob, JobState
 from citewell.model import (
     Answer,
     Chunk,
@@ -45,8 +44,6 @@ from citewell.store.base import (
     StoredAnswer,
     Vectors,
     chunk_id,
-    job_interrupted,
-    job_under_way,
     new_source_id,
     sources_quoted,
 )
@@ -54,7 +51,7 @@ from citewell.store.blobs import BlobStore
 from citewell.store.encoding import pack_boxes, pack_confidences, unpack_boxes, unpack_confidences
 from citewell.store.postgres_schema import migrate, schema_lock
 from citewell.store.postgres_search import ChunkTerms, Search, chunk_terms, count_terms
-from citewell.store.sql import Dialect, SqlStore
+from citewell.store.sql import Clause, Dialect, SqlStore
 
 __all__ = ["PostgresStore"]
 
@@ -70,20 +67,6 @@ _CHUNK_COLUMNS = (
     " c.page_numbers, c.sentences, c.language,"
     " substr(s.text, c.start_offset + 1, c.end_offset - c.start_offset) AS text"
 )
-_JOB_COLUMNS = (
-    "id, tenant_id, bucket_id, filename, mime_type, content_hash, byte_size, acl, metadata,"
-    " effective_date, state, attempts, pages_done, pages_total, result_id, error, unreadable,"
-    " created_at"
-)
-_FORGET_OLD_JOBS: LiteralString = (
-    "DELETE FROM ingest_jobs WHERE state IN ('done', 'failed') AND id NOT IN (SELECT id FROM"
-    " ingest_jobs WHERE state IN ('done', 'failed') ORDER BY updated_at DESC LIMIT %s)"
-)
-_HELD: LiteralString = (
-    "SELECT 1 FROM sources WHERE content_hash = %s UNION ALL SELECT 1 FROM ingest_jobs"
-    " WHERE content_hash = %s AND state IN ('queued', 'running') LIMIT 1"
-)
-"""Whether a source, or a job under way, holds an original (which is then kept)."""
 
 
 @contextmanager
@@ -98,7 +81,9 @@ def _store_errors() -> Iterator[None]:
 
 
 class _PostgresDialect(Dialect):
-    """PostgreSQL keeps times as timestamptz, and locks the rows a transaction reads to write."""
+    """PostgreSQL keeps times as timestamptz, labels as text[], JSON as jsonb; it locks the rows
+    a transaction reads to write, and times leases by its own clock, the one every server
+    shares."""
 
     mark = "%s"
     binary = ' COLLATE "C"'
@@ -121,6 +106,24 @@ class _PostgresDialect(Dialect):
 
     def read_labels(self, value: list[str]) -> list[str]:
         return value
+
+    def json_value(self, value: Any) -> Jsonb:
+        return Jsonb(value)
+
+    def read_json_value(self, value: Any) -> Any:
+        return value
+
+    def day(self, value: date) -> date:
+        return value
+
+    def read_day(self, value: date) -> date:
+        return value
+
+    def now(self, moment: datetime) -> Clause:
+        return Clause("now()")
+
+    def later(self, moment: datetime, seconds: float) -> Clause:
+        return Clause("now() + make_interval(secs => ?)", (seconds,))
 
 
 class PostgresStore(SqlStore[Connection]):
@@ -471,12 +474,6 @@ class PostgresStore(SqlStore[Connection]):
         )
         count_terms(conn, counted, sign=-1)
 
-    def _after_removal(self, content_hashes: set[str]) -> None:
-        """Delete the originals no source, nor job under way, holds any more."""
-        for digest in content_hashes:
-            if not self._read(_HELD, (digest, digest)):
-                self.blobs.delete(digest)
-
     # text, pages, originals -----------------------------------------------------------------
     def source_text(self, source_id: str) -> str:
         rows = self._read("SELECT text FROM sources WHERE id = %s", (source_id,))
@@ -555,138 +552,6 @@ class PostgresStore(SqlStore[Connection]):
     def put_vectors(self, embedder: str, keys: Sequence[str], vectors: Vectors) -> None:
         with self.transaction() as conn:
             self._insert_vectors(conn, embedder, keys, vectors)
-
-    # ingest jobs -----------------------------------------------------------------------------
-    # Lease times are the database's clock (now()), the one clock every server shares.
-    def add_job(self, job: IngestJob, content: bytes, *, owner: str, lease_seconds: float) -> None:
-        self.blobs.put(content, job.content_hash)
-        with self.transaction() as conn:
-            conn.execute(
-                f"INSERT INTO ingest_jobs ({_JOB_COLUMNS}, lease_owner, lease_expires, updated_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, NULL, NULL,"
-                " false, %s, %s, now() + make_interval(secs => %s), now())",
-                (
-                    job.source_id,
-                    job.tenant_id,
-                    job.bucket_id,
-                    job.filename,
-                    job.mime_type,
-                    job.content_hash,
-                    job.byte_size,
-                    sorted(job.acl),
-                    Jsonb(job.metadata),
-                    job.effective_date,
-                    JobState.RUNNING.value,
-                    job.attempts,
-                    job.pages_done,
-                    job.pages_total,
-                    job.created_at,
-                    owner,
-                    lease_seconds,
-                ),
-            )
-        # Again: a failed job elsewhere may have taken the shared bytes away meanwhile.
-        self.blobs.put(content, job.content_hash)
-
-    def get_job(self, job_id: str) -> IngestJob:
-        rows = self._read(f"SELECT {_JOB_COLUMNS} FROM ingest_jobs WHERE id = %s", (job_id,))
-        if not rows:
-            raise NotFound(f"no source '{job_id}'", param="source_id")
-        return _job(rows[0])
-
-    def list_jobs(self, bucket_id: str) -> list[IngestJob]:
-        rows = self._read(
-            f"SELECT {_JOB_COLUMNS} FROM ingest_jobs WHERE bucket_id = %s ORDER BY created_at, id",
-            (bucket_id,),
-        )
-        return [_job(row) for row in rows]
-
-    def find_job(self, bucket_id: str, content_hash: str) -> IngestJob | None:
-        rows = self._read(
-            f"SELECT {_JOB_COLUMNS} FROM ingest_jobs WHERE bucket_id = %s AND content_hash = %s"
-            " AND state IN ('queued', 'running') ORDER BY created_at LIMIT 1",
-            (bucket_id, content_hash),
-        )
-        return _job(rows[0]) if rows else None
-
-    def job_content(self, job_id: str) -> bytes:
-        return self.blobs.get(self.get_job(job_id).content_hash)
-
-    def claim_job(self, *, owner: str, lease_seconds: float, max_attempts: int) -> IngestJob | None:
-        takeable = "(state = 'queued' OR (state = 'running' AND lease_expires < now()))"
-        with self.transaction() as conn:
-            exhausted = conn.execute(
-                "UPDATE ingest_jobs SET state = 'failed', error = %s, lease_owner = NULL,"
-                f" lease_expires = NULL, updated_at = now() WHERE {takeable} AND attempts >= %s"
-                " RETURNING content_hash",
-                (job_interrupted(max_attempts), max_attempts),
-            ).fetchall()
-            # SKIP LOCKED: concurrent claimers each lock a different job, and a job another
-            # claims meanwhile is looked at again (it is running, with a lease: not takeable).
-            row = conn.execute(
-                "UPDATE ingest_jobs SET state = 'running', attempts = attempts + 1,"
-                " lease_owner = %s, lease_expires = now() + make_interval(secs => %s),"
-                " updated_at = now() WHERE id = (SELECT id FROM ingest_jobs"
-                f" WHERE {takeable} ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)"
-                f" RETURNING {_JOB_COLUMNS}",
-                (owner, lease_seconds),
-            ).fetchone()
-        self._after_removal({r["content_hash"] for r in exhausted})
-        return None if row is None else _job(row)
-
-    def renew_jobs(self, *, owner: str, lease_seconds: float) -> None:
-        with self.transaction() as conn:
-            conn.execute(
-                "UPDATE ingest_jobs SET lease_expires = now() + make_interval(secs => %s)"
-                " WHERE lease_owner = %s AND state = 'running'",
-                (lease_seconds, owner),
-            )
-
-    def job_progress(self, job_id: str, *, owner: str, done: int, total: int) -> None:
-        with self.transaction() as conn:
-            conn.execute(
-                "UPDATE ingest_jobs SET pages_done = %s, pages_total = %s, updated_at = now()"
-                " WHERE id = %s AND lease_owner = %s AND state = 'running'",
-                (done, total, job_id, owner),
-            )
-
-    def finish_job(
-        self,
-        job_id: str,
-        *,
-        owner: str,
-        result_id: str | None = None,
-        error: str | None = None,
-        unreadable: bool = False,
-    ) -> None:
-        state = JobState.DONE if error is None else JobState.FAILED
-        with self.transaction() as conn:
-            row = conn.execute(
-                "UPDATE ingest_jobs SET state = %s, result_id = %s, error = %s, unreadable = %s,"
-                " lease_owner = NULL, lease_expires = NULL, updated_at = now()"
-                " WHERE id = %s AND lease_owner = %s AND state = 'running' RETURNING content_hash",
-                (state.value, result_id, error, unreadable, job_id, owner),
-            ).fetchone()
-            conn.execute(_FORGET_OLD_JOBS, (KEPT_FINISHED,))
-        if row is not None and error is not None:
-            self._after_removal({row["content_hash"]})
-
-    def release_jobs(self, *, owner: str) -> None:
-        with self.transaction() as conn:
-            conn.execute(
-                "UPDATE ingest_jobs SET state = 'queued', attempts = attempts - 1,"
-                " lease_owner = NULL, lease_expires = NULL WHERE lease_owner = %s"
-                " AND state = 'running'",
-                (owner,),
-            )
-
-    def delete_job(self, job_id: str) -> None:
-        with self.transaction() as conn:
-            deleted = conn.execute(
-                "DELETE FROM ingest_jobs WHERE id = %s AND state IN ('done', 'failed')", (job_id,)
-            ).rowcount
-        if not deleted:
-            raise job_under_way(self.get_job(job_id).source_id)
 
     # search ----------------------------------------------------------------------------------
     def search_lexical(self, query: str, scope: Scope, *, limit: int) -> list[ChunkHit]:
@@ -822,27 +687,4 @@ def _chunk(row: DictRow) -> Chunk:
         page_numbers=tuple(row["page_numbers"]),
         sentences=tuple(Span(start=a, end=b) for a, b in row["sentences"]),
         language=row["language"],
-    )
-
-
-def _job(row: DictRow) -> IngestJob:
-    return IngestJob(
-        source_id=row["id"],
-        tenant_id=row["tenant_id"],
-        bucket_id=row["bucket_id"],
-        filename=row["filename"],
-        mime_type=row["mime_type"],
-        content_hash=row["content_hash"],
-        byte_size=row["byte_size"],
-        acl=frozenset(row["acl"]),
-        metadata=row["metadata"],
-        effective_date=row["effective_date"],
-        created_at=row["created_at"],
-        state=JobState(row["state"]),
-        attempts=row["attempts"],
-        pages_done=row["pages_done"],
-        pages_total=row["pages_total"],
-        result_id=row["result_id"],
-        error=row["error"],
-        unreadable=row["unreadable"],
     )

@@ -12,12 +12,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
 from typing import Any, Generic, LiteralString, Protocol, TypeVar
 
 from citewell.errors import Conflict, NotFound
+from citewell.ingest.jobs import KEPT_FINISHED, IngestJob, JobState
 from citewell.model import Agent, ApiKey, Bucket, Permission, Tenant, Trace
-from citewell.store.base import StoredTrace, new_id
+from citewell.store.base import StoredTrace, job_interrupted, job_under_way, new_id
 from citewell.store.blobs import BlobStore
 
 __all__ = ["Connection", "Dialect", "SqlStore"]
@@ -45,6 +47,14 @@ class Connection(Protocol):
 
 
 C = TypeVar("C", bound=Connection)
+
+
+@dataclass(frozen=True, slots=True)
+class Clause:
+    """A piece of a statement with the values of its placeholders."""
+
+    sql: LiteralString
+    params: tuple[Any, ...] = ()
 
 
 class Dialect(ABC):
@@ -87,6 +97,28 @@ class Dialect(ABC):
     @abstractmethod
     def read_labels(self, value: Any) -> list[str]: ...
 
+    @abstractmethod
+    def json_value(self, value: Any) -> Any:
+        """A JSON value as its column keeps it."""
+
+    @abstractmethod
+    def read_json_value(self, value: Any) -> Any: ...
+
+    @abstractmethod
+    def day(self, value: date) -> Any: ...
+
+    @abstractmethod
+    def read_day(self, value: Any) -> date: ...
+
+    @abstractmethod
+    def now(self, moment: datetime) -> Clause:
+        """The time a lease is measured by: the database's clock where every server shares it
+        (PostgreSQL), else ``moment``, the process's."""
+
+    @abstractmethod
+    def later(self, moment: datetime, seconds: float) -> Clause:
+        """``seconds`` after ``now``."""
+
 
 class SqlStore(ABC, Generic[C]):
     """The part of a ``Store`` that is the same SQL on either database.
@@ -110,10 +142,6 @@ class SqlStore(ABC, Generic[C]):
     @abstractmethod
     def _forget_sources(self, conn: C, source_keys: Sequence[int]) -> None:
         """Delete sources with what is derived from them and the answers quoting them."""
-
-    @abstractmethod
-    def _after_removal(self, content_hashes: set[str]) -> None:
-        """Finish a removal after its transaction: the originals nothing holds any more."""
 
     def _run(self, conn: C, query: LiteralString, params: Sequence[Any] = ()) -> Cursor:
         """Run one statement in a transaction."""
@@ -198,6 +226,185 @@ class SqlStore(ABC, Generic[C]):
             slug=row["slug"],
             name=row["name"],
             created_at=self.dialect.read_time(row["created_at"]),
+        )
+
+    def _after_removal(self, content_hashes: set[str]) -> None:
+        """Finish a removal after its transaction: delete the originals no source, nor job under
+        way, holds any more."""
+        for digest in content_hashes:
+            if not self._rows(_HELD, (digest, digest)):
+                self.blobs.delete(digest)
+
+    # ingest jobs -----------------------------------------------------------------------------
+    def add_job(self, job: IngestJob, content: bytes, *, owner: str, lease_seconds: float) -> None:
+        self.blobs.put(content, job.content_hash)
+        moment = _now()
+        now, until = self.dialect.now(moment), self.dialect.later(moment, lease_seconds)
+        with self._write() as conn:
+            self._run(
+                conn,
+                f"INSERT INTO ingest_jobs ({_JOB_COLUMNS}, lease_owner, lease_expires, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, false, ?, ?,"
+                f" {until.sql}, {now.sql})",
+                (
+                    job.source_id,
+                    job.tenant_id,
+                    job.bucket_id,
+                    job.filename,
+                    job.mime_type,
+                    job.content_hash,
+                    job.byte_size,
+                    self.dialect.labels(job.acl),
+                    self.dialect.json_value(job.metadata),
+                    None if job.effective_date is None else self.dialect.day(job.effective_date),
+                    JobState.RUNNING.value,
+                    job.attempts,
+                    job.pages_done,
+                    job.pages_total,
+                    self.dialect.stamp(job.created_at),
+                    owner,
+                    *until.params,
+                    *now.params,
+                ),
+            )
+        # Again: a failed job elsewhere may have taken the shared bytes away meanwhile.
+        self.blobs.put(content, job.content_hash)
+
+    def get_job(self, job_id: str) -> IngestJob:
+        rows = self._rows(f"SELECT {_JOB_COLUMNS} FROM ingest_jobs WHERE id = ?", (job_id,))
+        if not rows:
+            raise NotFound(f"no source '{job_id}'", param="source_id")
+        return self._job(rows[0])
+
+    def list_jobs(self, bucket_id: str) -> list[IngestJob]:
+        rows = self._rows(
+            f"SELECT {_JOB_COLUMNS} FROM ingest_jobs WHERE bucket_id = ? ORDER BY created_at, id",
+            (bucket_id,),
+        )
+        return [self._job(row) for row in rows]
+
+    def find_job(self, bucket_id: str, content_hash: str) -> IngestJob | None:
+        rows = self._rows(
+            f"SELECT {_JOB_COLUMNS} FROM ingest_jobs WHERE bucket_id = ? AND content_hash = ?"
+            " AND state IN ('queued', 'running') ORDER BY created_at LIMIT 1",
+            (bucket_id, content_hash),
+        )
+        return self._job(rows[0]) if rows else None
+
+    def job_content(self, job_id: str) -> bytes:
+        return self.blobs.get(self.get_job(job_id).content_hash)
+
+    def claim_job(self, *, owner: str, lease_seconds: float, max_attempts: int) -> IngestJob | None:
+        moment = _now()
+        now, until = self.dialect.now(moment), self.dialect.later(moment, lease_seconds)
+        takeable = f"(state = 'queued' OR (state = 'running' AND lease_expires < {now.sql}))"
+        with self._write() as conn:
+            exhausted = self._run(
+                conn,
+                "UPDATE ingest_jobs SET state = 'failed', error = ?, lease_owner = NULL,"
+                f" lease_expires = NULL, updated_at = {now.sql} WHERE {takeable}"
+                " AND attempts >= ? RETURNING content_hash",
+                (job_interrupted(max_attempts), *now.params, *now.params, max_attempts),
+            ).fetchall()
+            # One claimer at a time: SQLite's transactions take turns; on PostgreSQL, SKIP
+            # LOCKED: concurrent claimers each lock a different job, and a job another claims
+            # meanwhile is looked at again (it is running, with a lease: not takeable).
+            row = self._run(
+                conn,
+                "UPDATE ingest_jobs SET state = 'running', attempts = attempts + 1,"
+                f" lease_owner = ?, lease_expires = {until.sql}, updated_at = {now.sql}"
+                f" WHERE id = (SELECT id FROM ingest_jobs WHERE {takeable} ORDER BY created_at"
+                f" LIMIT 1{self.dialect.lock(' FOR UPDATE SKIP LOCKED')})"
+                f" RETURNING {_JOB_COLUMNS}",
+                (owner, *until.params, *now.params, *now.params),
+            ).fetchone()
+        self._after_removal({r["content_hash"] for r in exhausted})
+        return None if row is None else self._job(row)
+
+    def renew_jobs(self, *, owner: str, lease_seconds: float) -> None:
+        until = self.dialect.later(_now(), lease_seconds)
+        with self._write() as conn:
+            self._run(
+                conn,
+                f"UPDATE ingest_jobs SET lease_expires = {until.sql} WHERE lease_owner = ?"
+                " AND state = 'running'",
+                (*until.params, owner),
+            )
+
+    def job_progress(self, job_id: str, *, owner: str, done: int, total: int) -> None:
+        now = self.dialect.now(_now())
+        with self._write() as conn:
+            self._run(
+                conn,
+                f"UPDATE ingest_jobs SET pages_done = ?, pages_total = ?, updated_at = {now.sql}"
+                " WHERE id = ? AND lease_owner = ? AND state = 'running'",
+                (done, total, *now.params, job_id, owner),
+            )
+
+    def finish_job(
+        self,
+        job_id: str,
+        *,
+        owner: str,
+        result_id: str | None = None,
+        error: str | None = None,
+        unreadable: bool = False,
+    ) -> None:
+        state = JobState.DONE if error is None else JobState.FAILED
+        now = self.dialect.now(_now())
+        with self._write() as conn:
+            row = self._run(
+                conn,
+                "UPDATE ingest_jobs SET state = ?, result_id = ?, error = ?, unreadable = ?,"
+                f" lease_owner = NULL, lease_expires = NULL, updated_at = {now.sql}"
+                " WHERE id = ? AND lease_owner = ? AND state = 'running' RETURNING content_hash",
+                (state.value, result_id, error, unreadable, *now.params, job_id, owner),
+            ).fetchone()
+            self._run(conn, _FORGET_OLD_JOBS, (KEPT_FINISHED,))
+        if row is not None and error is not None:
+            self._after_removal({row["content_hash"]})
+
+    def release_jobs(self, *, owner: str) -> None:
+        with self._write() as conn:
+            self._run(
+                conn,
+                "UPDATE ingest_jobs SET state = 'queued', attempts = attempts - 1,"
+                " lease_owner = NULL, lease_expires = NULL WHERE lease_owner = ?"
+                " AND state = 'running'",
+                (owner,),
+            )
+
+    def delete_job(self, job_id: str) -> None:
+        with self._write() as conn:
+            deleted = self._run(
+                conn,
+                "DELETE FROM ingest_jobs WHERE id = ? AND state IN ('done', 'failed')",
+                (job_id,),
+            ).rowcount
+        if not deleted:
+            raise job_under_way(self.get_job(job_id).source_id)
+
+    def _job(self, row: Row) -> IngestJob:
+        day = row["effective_date"]
+        return IngestJob(
+            source_id=row["id"],
+            tenant_id=row["tenant_id"],
+            bucket_id=row["bucket_id"],
+            filename=row["filename"],
+            mime_type=row["mime_type"],
+            content_hash=row["content_hash"],
+            byte_size=row["byte_size"],
+            acl=frozenset(self.dialect.read_labels(row["acl"])),
+            metadata=self.dialect.read_json_value(row["metadata"]),
+            effective_date=None if day is None else self.dialect.read_day(day),
+            created_at=self.dialect.read_stamp(row["created_at"]),
+            state=JobState(row["state"]),
+            attempts=row["attempts"],
+            pages_done=row["pages_done"],
+            pages_total=row["pages_total"],
+            result_id=row["result_id"],
+            error=row["error"],
+            unreadable=bool(row["unreadable"]),
         )
 
     # traces ----------------------------------------------------------------------------------
@@ -369,6 +576,21 @@ class SqlStore(ABC, Generic[C]):
 
 
 _KEY_COLUMNS = "id, tenant_id, name, permissions, bucket_ids, acl_labels, created_at, revoked_at"
+
+_JOB_COLUMNS = (
+    "id, tenant_id, bucket_id, filename, mime_type, content_hash, byte_size, acl, metadata,"
+    " effective_date, state, attempts, pages_done, pages_total, result_id, error, unreadable,"
+    " created_at"
+)
+_FORGET_OLD_JOBS = (
+    "DELETE FROM ingest_jobs WHERE state IN ('done', 'failed') AND id NOT IN (SELECT id FROM"
+    " ingest_jobs WHERE state IN ('done', 'failed') ORDER BY updated_at DESC LIMIT ?)"
+)
+_HELD = (
+    "SELECT 1 FROM sources WHERE content_hash = ? UNION ALL SELECT 1 FROM ingest_jobs"
+    " WHERE content_hash = ? AND state IN ('queued', 'running') LIMIT 1"
+)
+"""Whether a source, or a job under way, holds an original (which is then kept)."""
 
 
 def _now() -> datetime:

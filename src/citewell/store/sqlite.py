@@ -26,7 +26,6 @@ import numpy as np
 
 from citewell.errors import Conflict, NotFound, StoreError
 from citewell.ingest.base import CharBoxes, CharConfidences
-from citewell.ingest.jobs import KEPT_FINISHED, IngestJob, JobState
 from citewell.model import (
     Answer,
     Chunk,
@@ -45,8 +44,6 @@ from citewell.store.base import (
     StoredAnswer,
     Vectors,
     chunk_id,
-    job_interrupted,
-    job_under_way,
     new_source_id,
     sources_quoted,
 )
@@ -56,7 +53,7 @@ from citewell.store.filters import SqlParam, compile_filter
 from citewell.store.fusion import fuse
 from citewell.store.lexical import LexicalDoc, LexicalIndex
 from citewell.store.schema import migrate
-from citewell.store.sql import Dialect, SqlStore
+from citewell.store.sql import Clause, Dialect, SqlStore
 from citewell.store.vectors import VectorIndex
 
 __all__ = ["SQLiteStore"]
@@ -81,10 +78,6 @@ def _now() -> str:
 
 _UTC_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 """Fixed-width UTC timestamps, so that text order is time order."""
-
-
-def _utc_text(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime(_UTC_FORMAT)
 
 
 @contextmanager
@@ -113,7 +106,7 @@ class _SQLiteDialect(Dialect):
         return datetime.fromisoformat(value)
 
     def stamp(self, moment: datetime) -> str:
-        return _utc_text(moment)
+        return moment.astimezone(UTC).strftime(_UTC_FORMAT)
 
     def read_stamp(self, value: str) -> datetime:
         return datetime.strptime(value, _UTC_FORMAT).replace(tzinfo=UTC)
@@ -123,6 +116,24 @@ class _SQLiteDialect(Dialect):
 
     def read_labels(self, value: str) -> list[str]:
         return list(json.loads(value))
+
+    def json_value(self, value: Any) -> str:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+    def read_json_value(self, value: str) -> Any:
+        return json.loads(value)
+
+    def day(self, value: date) -> str:
+        return value.isoformat()
+
+    def read_day(self, value: str) -> date:
+        return date.fromisoformat(value)
+
+    def now(self, moment: datetime) -> Clause:
+        return Clause("?", (self.stamp(moment),))
+
+    def later(self, moment: datetime, seconds: float) -> Clause:
+        return Clause("?", (self.stamp(moment + timedelta(seconds=seconds)),))
 
 
 class SQLiteStore(SqlStore[sqlite3.Connection]):
@@ -477,9 +488,7 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
     def _after_removal(self, content_hashes: set[str]) -> None:
         """Finish a removal outside the transaction: lexical documents, then unshared originals."""
         self._collect_lexical_garbage()
-        for digest in content_hashes:
-            if not self._read(_HELD, (digest, digest)):
-                self.blobs.delete(digest)
+        super()._after_removal(content_hashes)
 
     def _collect_lexical_garbage(self) -> None:
         keys = [row[0] for row in self._read("SELECT source_key FROM lexical_garbage")]
@@ -661,153 +670,6 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
         with self._write() as conn:
             conn.execute("DELETE FROM answers WHERE created_at < ?", (cutoff.isoformat(),))
 
-    # ingest jobs -----------------------------------------------------------------------------
-    def add_job(self, job: IngestJob, content: bytes, *, owner: str, lease_seconds: float) -> None:
-        self.blobs.put(content, job.content_hash)
-        now = datetime.now(UTC)
-        with self._write() as conn:
-            conn.execute(
-                f"INSERT INTO ingest_jobs ({_JOB_COLUMNS}, lease_owner, lease_expires, updated_at)"
-                f" VALUES ({_marks(range(21))})",
-                (
-                    job.source_id,
-                    job.tenant_id,
-                    job.bucket_id,
-                    job.filename,
-                    job.mime_type,
-                    job.content_hash,
-                    job.byte_size,
-                    json.dumps(sorted(job.acl)),
-                    json.dumps(job.metadata, sort_keys=True),
-                    job.effective_date.isoformat() if job.effective_date else None,
-                    JobState.RUNNING.value,
-                    job.attempts,
-                    job.pages_done,
-                    job.pages_total,
-                    None,
-                    None,
-                    False,
-                    _utc_text(job.created_at),
-                    owner,
-                    _utc_text(now + timedelta(seconds=lease_seconds)),
-                    _utc_text(now),
-                ),
-            )
-        # Again: a failed job elsewhere may have taken the shared bytes away meanwhile.
-        self.blobs.put(content, job.content_hash)
-
-    def get_job(self, job_id: str) -> IngestJob:
-        rows = self._read(f"SELECT {_JOB_COLUMNS} FROM ingest_jobs WHERE id = ?", (job_id,))
-        if not rows:
-            raise NotFound(f"no source '{job_id}'", param="source_id")
-        return _job(rows[0])
-
-    def list_jobs(self, bucket_id: str) -> list[IngestJob]:
-        rows = self._read(
-            f"SELECT {_JOB_COLUMNS} FROM ingest_jobs WHERE bucket_id = ? ORDER BY created_at, id",
-            (bucket_id,),
-        )
-        return [_job(row) for row in rows]
-
-    def find_job(self, bucket_id: str, content_hash: str) -> IngestJob | None:
-        rows = self._read(
-            f"SELECT {_JOB_COLUMNS} FROM ingest_jobs WHERE bucket_id = ? AND content_hash = ?"
-            " AND state IN ('queued', 'running') ORDER BY created_at LIMIT 1",
-            (bucket_id, content_hash),
-        )
-        return _job(rows[0]) if rows else None
-
-    def job_content(self, job_id: str) -> bytes:
-        return self.blobs.get(self.get_job(job_id).content_hash)
-
-    def claim_job(self, *, owner: str, lease_seconds: float, max_attempts: int) -> IngestJob | None:
-        now = datetime.now(UTC)
-        takeable = "(state = 'queued' OR (state = 'running' AND lease_expires < ?))"
-        with self._write() as conn:  # BEGIN IMMEDIATE: one claimer at a time, in any process
-            exhausted = conn.execute(
-                "UPDATE ingest_jobs SET state = 'failed', error = ?, lease_owner = NULL,"
-                f" lease_expires = NULL, updated_at = ? WHERE {takeable} AND attempts >= ?"
-                " RETURNING content_hash",
-                (job_interrupted(max_attempts), _utc_text(now), _utc_text(now), max_attempts),
-            ).fetchall()
-            row = conn.execute(
-                "UPDATE ingest_jobs SET state = 'running', attempts = attempts + 1,"
-                " lease_owner = ?, lease_expires = ?, updated_at = ? WHERE id = (SELECT id FROM"
-                f" ingest_jobs WHERE {takeable} ORDER BY created_at LIMIT 1)"
-                f" RETURNING {_JOB_COLUMNS}",
-                (
-                    owner,
-                    _utc_text(now + timedelta(seconds=lease_seconds)),
-                    _utc_text(now),
-                    _utc_text(now),
-                ),
-            ).fetchone()
-        self._after_removal({r["content_hash"] for r in exhausted})
-        return None if row is None else _job(row)
-
-    def renew_jobs(self, *, owner: str, lease_seconds: float) -> None:
-        expires = _utc_text(datetime.now(UTC) + timedelta(seconds=lease_seconds))
-        with self._write() as conn:
-            conn.execute(
-                "UPDATE ingest_jobs SET lease_expires = ? WHERE lease_owner = ?"
-                " AND state = 'running'",
-                (expires, owner),
-            )
-
-    def job_progress(self, job_id: str, *, owner: str, done: int, total: int) -> None:
-        with self._write() as conn:
-            conn.execute(
-                "UPDATE ingest_jobs SET pages_done = ?, pages_total = ?, updated_at = ?"
-                " WHERE id = ? AND lease_owner = ? AND state = 'running'",
-                (done, total, _utc_text(datetime.now(UTC)), job_id, owner),
-            )
-
-    def finish_job(
-        self,
-        job_id: str,
-        *,
-        owner: str,
-        result_id: str | None = None,
-        error: str | None = None,
-        unreadable: bool = False,
-    ) -> None:
-        state = JobState.DONE if error is None else JobState.FAILED
-        with self._write() as conn:
-            row = conn.execute(
-                "UPDATE ingest_jobs SET state = ?, result_id = ?, error = ?, unreadable = ?,"
-                " lease_owner = NULL, lease_expires = NULL, updated_at = ?"
-                " WHERE id = ? AND lease_owner = ? AND state = 'running' RETURNING content_hash",
-                (
-                    state.value,
-                    result_id,
-                    error,
-                    unreadable,
-                    _utc_text(datetime.now(UTC)),
-                    job_id,
-                    owner,
-                ),
-            ).fetchone()
-            conn.execute(_FORGET_OLD_JOBS, (KEPT_FINISHED,))
-        if row is not None and error is not None:
-            self._after_removal({row["content_hash"]})
-
-    def release_jobs(self, *, owner: str) -> None:
-        with self._write() as conn:
-            conn.execute(
-                "UPDATE ingest_jobs SET state = 'queued', attempts = attempts - 1,"
-                " lease_owner = NULL, lease_expires = NULL WHERE lease_owner = ?"
-                " AND state = 'running'",
-                (owner,),
-            )
-
-    def delete_job(self, job_id: str) -> None:
-        with self._write() as conn:
-            deleted = conn.execute(
-                "DELETE FROM ingest_jobs WHERE id = ? AND state IN ('done', 'failed')", (job_id,)
-            ).rowcount
-        if not deleted:
-            raise job_under_way(self.get_job(job_id).source_id)
-
     # search ----------------------------------------------------------------------------------
     def search_lexical(self, query: str, scope: Scope, *, limit: int) -> list[ChunkHit]:
         allowed = self._allowed_source_keys(scope)
@@ -980,44 +842,3 @@ def _chunk(row: sqlite3.Row) -> Chunk:
         sentences=tuple(Span(start=a, end=b) for a, b in json.loads(row["sentences"])),
         language=row["language"],
     )
-
-
-_JOB_COLUMNS = (
-    "id, tenant_id, bucket_id, filename, mime_type, content_hash, byte_size, acl, metadata,"
-    " effective_date, state, attempts, pages_done, pages_total, result_id, error, unreadable,"
-    " created_at"
-)
-_FORGET_OLD_JOBS = (
-    "DELETE FROM ingest_jobs WHERE state IN ('done', 'failed') AND id NOT IN (SELECT id FROM"
-    " ingest_jobs WHERE state IN ('done', 'failed') ORDER BY updated_at DESC LIMIT ?)"
-)
-
-
-def _job(row: sqlite3.Row) -> IngestJob:
-    return IngestJob(
-        source_id=row["id"],
-        tenant_id=row["tenant_id"],
-        bucket_id=row["bucket_id"],
-        filename=row["filename"],
-        mime_type=row["mime_type"],
-        content_hash=row["content_hash"],
-        byte_size=row["byte_size"],
-        acl=frozenset(json.loads(row["acl"])),
-        metadata=json.loads(row["metadata"]),
-        effective_date=date.fromisoformat(row["effective_date"]) if row["effective_date"] else None,
-        created_at=datetime.strptime(row["created_at"], _UTC_FORMAT).replace(tzinfo=UTC),
-        state=JobState(row["state"]),
-        attempts=row["attempts"],
-        pages_done=row["pages_done"],
-        pages_total=row["pages_total"],
-        result_id=row["result_id"],
-        error=row["error"],
-        unreadable=bool(row["unreadable"]),
-    )
-
-
-_HELD = (
-    "SELECT 1 FROM sources WHERE content_hash = ? UNION ALL SELECT 1 FROM ingest_jobs"
-    " WHERE content_hash = ? AND state IN ('queued', 'running') LIMIT 1"
-)
-"""Whether a source, or a job under way, holds an original (which is then kept)."""
