@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, LiteralString
 
@@ -27,7 +27,6 @@ from psycopg_pool import ConnectionPool
 from citewell.errors import Conflict, NotFound, StoreError
 from citewell.ingest.base import CharBoxes, CharConfidences
 from citewell.model import (
-    Answer,
     Chunk,
     Modality,
     Page,
@@ -41,11 +40,9 @@ from citewell.store.base import (
     Fusion,
     Scope,
     SourceDraft,
-    StoredAnswer,
     Vectors,
     chunk_id,
     new_source_id,
-    sources_quoted,
 )
 from citewell.store.blobs import BlobStore
 from citewell.store.encoding import pack_boxes, pack_confidences, unpack_boxes, unpack_confidences
@@ -88,6 +85,7 @@ class _PostgresDialect(Dialect):
     mark = "%s"
     binary = ' COLLATE "C"'
     locks_rows = True
+    each = "unnest(?::text[]) AS value"
 
     def time(self, moment: datetime) -> datetime:
         return moment
@@ -602,73 +600,6 @@ class PostgresStore(SqlStore[Connection]):
 
     def _search(self, scope: Scope, *, query: str = "", vector: Vectors | None = None) -> Search:
         return Search(scope, query=query, vector=vector, embedder=self.embedder, dim=self.dim)
-
-    # answers ---------------------------------------------------------------------------------
-    def put_answer(self, stored: StoredAnswer) -> None:
-        self._purge_answers()
-        if self.answer_retention_days == 0:
-            return
-        with self.transaction() as conn:
-            if (
-                stored.previous_id is not None
-                and not conn.execute(
-                    "SELECT 1 FROM answers WHERE id = %s FOR SHARE", (stored.previous_id,)
-                ).fetchone()
-            ):
-                # The answer it continues was deleted with a source while this one was made:
-                # its conversation quotes that source's text.
-                return
-            conn.execute(
-                "INSERT INTO answers (id, tenant_id, answer_id, created_at, answer, conversation,"
-                " rendered, previous_id, key_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                (
-                    stored.id,
-                    stored.tenant_id,
-                    stored.answer.id,
-                    datetime.now(UTC),
-                    stored.answer.model_dump_json(),
-                    Jsonb([list(turn) for turn in stored.conversation]),
-                    stored.rendered,
-                    stored.previous_id,
-                    stored.key_id,
-                ),
-            )
-            conn.execute(
-                "INSERT INTO answer_sources (source_id, response_id)"
-                " SELECT unnest(%s::text[]), %s"
-                " UNION SELECT source_id, %s FROM answer_sources WHERE response_id = %s",
-                (
-                    sorted(sources_quoted(stored.answer)),
-                    stored.id,
-                    stored.id,
-                    stored.previous_id,
-                ),
-            )
-
-    def get_answer(self, answer_id: str, *, tenant_id: str) -> StoredAnswer:
-        rows = self._read(
-            "SELECT id, tenant_id, answer, conversation, rendered, previous_id, key_id"
-            " FROM answers WHERE id = %s AND tenant_id = %s",
-            (answer_id, tenant_id),
-        )
-        if not rows:
-            raise NotFound(f"No response found with id '{answer_id}'.", param="response_id")
-        row = rows[0]
-        return StoredAnswer(
-            id=row["id"],
-            tenant_id=row["tenant_id"],
-            answer=Answer.model_validate_json(row["answer"]),
-            rendered=row["rendered"],
-            conversation=tuple((role, text) for role, text in row["conversation"]),
-            previous_id=row["previous_id"],
-            key_id=row["key_id"],
-        )
-
-    def _purge_answers(self) -> None:
-        """Drop the stored answers older than the retention (with what they quote)."""
-        cutoff = datetime.now(UTC) - timedelta(days=self.answer_retention_days)
-        with self.transaction() as conn:
-            conn.execute("DELETE FROM answers WHERE created_at < %s", (cutoff,))
 
 
 # rows ----------------------------------------------------------------------------------------

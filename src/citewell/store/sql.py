@@ -18,8 +18,15 @@ from typing import Any, Generic, LiteralString, Protocol, TypeVar
 
 from citewell.errors import Conflict, NotFound
 from citewell.ingest.jobs import KEPT_FINISHED, IngestJob, JobState
-from citewell.model import Agent, ApiKey, Bucket, Permission, Tenant, Trace
-from citewell.store.base import StoredTrace, job_interrupted, job_under_way, new_id
+from citewell.model import Agent, Answer, ApiKey, Bucket, Permission, Tenant, Trace
+from citewell.store.base import (
+    StoredAnswer,
+    StoredTrace,
+    job_interrupted,
+    job_under_way,
+    new_id,
+    sources_quoted,
+)
 from citewell.store.blobs import BlobStore
 
 __all__ = ["Connection", "Dialect", "SqlStore"]
@@ -67,6 +74,8 @@ class Dialect(ABC):
     locks_rows: bool
     """Whether a transaction locks the rows it reads to write (PostgreSQL), or the whole
     database is written by one transaction at a time anyway (SQLite's BEGIN IMMEDIATE)."""
+    each: LiteralString
+    """A table of one column, ``value``: the strings of one ``labels`` parameter."""
 
     def query(self, text: LiteralString) -> LiteralString:
         """The statement as the driver takes it (the statements here hold no other ``?``)."""
@@ -130,6 +139,7 @@ class SqlStore(ABC, Generic[C]):
     dialect: Dialect
     blobs: BlobStore
     trace_retention_days: int
+    answer_retention_days: int
 
     @abstractmethod
     def _write(self) -> AbstractContextManager[C]:
@@ -406,6 +416,81 @@ class SqlStore(ABC, Generic[C]):
             error=row["error"],
             unreadable=bool(row["unreadable"]),
         )
+
+    # answers ---------------------------------------------------------------------------------
+    def put_answer(self, stored: StoredAnswer) -> None:
+        self._purge_answers()
+        if self.answer_retention_days == 0:
+            return
+        with self._write() as conn:
+            if (
+                stored.previous_id is not None
+                and not self._run(
+                    conn,
+                    "SELECT 1 FROM answers WHERE id = ?" + self.dialect.lock(" FOR SHARE"),
+                    (stored.previous_id,),
+                ).fetchone()
+            ):
+                # The answer it continues was deleted with a source while this one was made:
+                # its conversation quotes that source's text.
+                return
+            self._run(
+                conn,
+                "INSERT INTO answers (id, tenant_id, answer_id, created_at, answer, conversation,"
+                " rendered, previous_id, key_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    stored.id,
+                    stored.tenant_id,
+                    stored.answer.id,
+                    self.dialect.time(_now()),
+                    stored.answer.model_dump_json(),
+                    self.dialect.json_value([list(turn) for turn in stored.conversation]),
+                    stored.rendered,
+                    stored.previous_id,
+                    stored.key_id,
+                ),
+            )
+            self._run(
+                conn,
+                "INSERT INTO answer_sources (source_id, response_id)"
+                f" SELECT value, ? FROM {self.dialect.each}"
+                " UNION SELECT source_id, ? FROM answer_sources WHERE response_id = ?",
+                (
+                    stored.id,
+                    self.dialect.labels(sources_quoted(stored.answer)),
+                    stored.id,
+                    stored.previous_id,
+                ),
+            )
+
+    def get_answer(self, answer_id: str, *, tenant_id: str) -> StoredAnswer:
+        rows = self._rows(
+            "SELECT id, tenant_id, answer, conversation, rendered, previous_id, key_id"
+            " FROM answers WHERE id = ? AND tenant_id = ?",
+            (answer_id, tenant_id),
+        )
+        if not rows:
+            raise NotFound(f"No response found with id '{answer_id}'.", param="response_id")
+        row = rows[0]
+        return StoredAnswer(
+            id=row["id"],
+            tenant_id=row["tenant_id"],
+            answer=Answer.model_validate_json(row["answer"]),
+            rendered=row["rendered"],
+            conversation=tuple(
+                (role, text) for role, text in self.dialect.read_json_value(row["conversation"])
+            ),
+            previous_id=row["previous_id"],
+            key_id=row["key_id"],
+        )
+
+    def _purge_answers(self) -> None:
+        """Drop the stored answers older than the retention (with what they quote)."""
+        cutoff = _now() - timedelta(days=self.answer_retention_days)
+        with self._write() as conn:
+            self._run(
+                conn, "DELETE FROM answers WHERE created_at < ?", (self.dialect.time(cutoff),)
+            )
 
     # traces ----------------------------------------------------------------------------------
     def put_trace(self, stored: StoredTrace) -> None:

@@ -27,7 +27,6 @@ import numpy as np
 from citewell.errors import Conflict, NotFound, StoreError
 from citewell.ingest.base import CharBoxes, CharConfidences
 from citewell.model import (
-    Answer,
     Chunk,
     Modality,
     Page,
@@ -41,11 +40,9 @@ from citewell.store.base import (
     Fusion,
     Scope,
     SourceDraft,
-    StoredAnswer,
     Vectors,
     chunk_id,
     new_source_id,
-    sources_quoted,
 )
 from citewell.store.blobs import BlobStore
 from citewell.store.encoding import pack_boxes, pack_confidences, unpack_boxes, unpack_confidences
@@ -98,6 +95,7 @@ class _SQLiteDialect(Dialect):
     mark = "?"
     binary = ""
     locks_rows = False
+    each = "json_each(?)"
 
     def time(self, moment: datetime) -> str:
         return moment.isoformat()
@@ -604,71 +602,6 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
                 stale, self.vectors = self.vectors, self._new_vector_index(self.vectors.dim)
                 stale.close()
                 self._generation = -1
-
-    # answers ---------------------------------------------------------------------------------
-    def put_answer(self, stored: StoredAnswer) -> None:
-        self._purge_answers()
-        if self.answer_retention_days == 0:
-            return
-        with self._write() as conn:
-            if (
-                stored.previous_id is not None
-                and not conn.execute(
-                    "SELECT 1 FROM answers WHERE id = ?", (stored.previous_id,)
-                ).fetchone()
-            ):
-                # The answer it continues was deleted with a source while this one was made:
-                # its conversation quotes that source's text.
-                return
-            conn.execute(
-                "INSERT INTO answers (id, tenant_id, answer_id, created_at, answer, conversation,"
-                " rendered, previous_id, key_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    stored.id,
-                    stored.tenant_id,
-                    stored.answer.id,
-                    _now(),
-                    stored.answer.model_dump_json(),
-                    json.dumps(stored.conversation, ensure_ascii=False),
-                    stored.rendered,
-                    stored.previous_id,
-                    stored.key_id,
-                ),
-            )
-            conn.executemany(
-                "INSERT INTO answer_sources (source_id, response_id) VALUES (?, ?)",
-                ((source_id, stored.id) for source_id in sorted(sources_quoted(stored.answer))),
-            )
-            conn.execute(
-                "INSERT OR IGNORE INTO answer_sources (source_id, response_id)"
-                " SELECT source_id, ? FROM answer_sources WHERE response_id = ?",
-                (stored.id, stored.previous_id),
-            )
-
-    def get_answer(self, answer_id: str, *, tenant_id: str) -> StoredAnswer:
-        rows = self._read(
-            "SELECT id, tenant_id, answer, conversation, rendered, previous_id, key_id"
-            " FROM answers WHERE id = ? AND tenant_id = ?",
-            (answer_id, tenant_id),
-        )
-        if not rows:
-            raise NotFound(f"No response found with id '{answer_id}'.", param="response_id")
-        row = rows[0]
-        return StoredAnswer(
-            id=row["id"],
-            tenant_id=row["tenant_id"],
-            answer=Answer.model_validate_json(row["answer"]),
-            rendered=row["rendered"],
-            conversation=tuple((role, text) for role, text in json.loads(row["conversation"])),
-            previous_id=row["previous_id"],
-            key_id=row["key_id"],
-        )
-
-    def _purge_answers(self) -> None:
-        """Drop the stored answers older than the retention (with what they quote)."""
-        cutoff = datetime.now(UTC) - timedelta(days=self.answer_retention_days)
-        with self._write() as conn:
-            conn.execute("DELETE FROM answers WHERE created_at < ?", (cutoff.isoformat(),))
 
     # search ----------------------------------------------------------------------------------
     def search_lexical(self, query: str, scope: Scope, *, limit: int) -> list[ChunkHit]:
