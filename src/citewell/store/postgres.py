@@ -25,7 +25,6 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from citewell.errors import Conflict, NotFound, StoreError
-from citewell.ingest.base import CharBoxes, CharConfidences
 from citewell.model import (
     Chunk,
     Modality,
@@ -45,7 +44,7 @@ from citewell.store.base import (
     new_source_id,
 )
 from citewell.store.blobs import BlobStore
-from citewell.store.encoding import pack_boxes, pack_confidences, unpack_boxes, unpack_confidences
+from citewell.store.encoding import pack_boxes, pack_confidences
 from citewell.store.postgres_schema import migrate, schema_lock
 from citewell.store.postgres_search import ChunkTerms, Search, chunk_terms, count_terms
 from citewell.store.sql import Clause, Dialect, SqlStore
@@ -54,11 +53,6 @@ __all__ = ["PostgresStore"]
 
 Connection = psycopg.Connection[DictRow]
 
-_SOURCE_COLUMNS = (
-    "s.id, b.id AS bucket_id, s.filename, s.mime_type, s.content_hash, s.byte_size, s.version,"
-    " s.supersedes, s.superseded_by, s.title, s.language, s.modality, s.page_count,"
-    " s.char_count, s.chunk_count, s.effective_date, s.acl, s.metadata, s.created_at"
-)
 _CHUNK_COLUMNS = (
     "c.id, s.id AS source_id, c.idx, c.start_offset, c.end_offset, c.heading_path,"
     " c.page_numbers, c.sentences, c.language,"
@@ -133,6 +127,7 @@ class PostgresStore(SqlStore[Connection]):
     """
 
     dialect = _PostgresDialect()
+    stored = "true"
 
     def __init__(
         self,
@@ -229,14 +224,6 @@ class PostgresStore(SqlStore[Connection]):
         self._pool.close()
 
     # sources ---------------------------------------------------------------------------------
-    def find_source(self, bucket_id: str, content_hash: str) -> Source | None:
-        rows = self._read(
-            f"SELECT {_SOURCE_COLUMNS} FROM sources s JOIN buckets b ON b.key = s.bucket_key"
-            " WHERE b.id = %s AND s.content_hash = %s",
-            (bucket_id, content_hash),
-        )
-        return _source(rows[0]) if rows else None
-
     def add_source(self, draft: SourceDraft) -> Source:
         if len(draft.vectors) != len(draft.chunks) or len(draft.vector_keys) != len(draft.chunks):
             raise ValueError("one vector and one vector key per chunk are required")
@@ -395,49 +382,9 @@ class PostgresStore(SqlStore[Connection]):
                 [(embedder, key, rows[key]) for key in sorted(rows)],
             )
 
-    def get_source(self, source_id: str) -> Source:
-        source = self.get_sources([source_id]).get(source_id)
-        if source is None:
-            raise NotFound(f"no source '{source_id}'", param="source_id")
-        return source
-
     def get_sources(self, source_ids: Iterable[str]) -> dict[str, Source]:
-        rows = self._read(
-            f"SELECT {_SOURCE_COLUMNS} FROM sources s JOIN buckets b ON b.key = s.bucket_key"
-            " WHERE s.id = ANY(%s)",
-            (list(dict.fromkeys(source_ids)),),
-        )
-        return {row["id"]: _source(row) for row in rows}
-
-    def list_sources(self, bucket_id: str, *, include_superseded: bool = False) -> list[Source]:
-        current: LiteralString = "" if include_superseded else " AND s.superseded_by IS NULL"
-        rows = self._read(
-            f"SELECT {_SOURCE_COLUMNS} FROM sources s JOIN buckets b ON b.key = s.bucket_key"
-            f' WHERE b.id = %s{current} ORDER BY s.filename COLLATE "C", s.version',
-            (bucket_id,),
-        )
-        return [_source(row) for row in rows]
-
-    def delete_source(self, source_id: str) -> None:
-        with self.transaction() as conn:
-            row = conn.execute(
-                "SELECT key, content_hash, supersedes, superseded_by FROM sources"
-                " WHERE id = %s FOR UPDATE",
-                (source_id,),
-            ).fetchone()
-            if row is None:
-                raise NotFound(f"no source '{source_id}'", param="source_id")
-            # Close the gap in the version chain; deleting the newest makes the previous current.
-            conn.execute(
-                "UPDATE sources SET superseded_by = %s WHERE id = %s",
-                (row["superseded_by"], row["supersedes"]),
-            )
-            conn.execute(
-                "UPDATE sources SET supersedes = %s WHERE id = %s",
-                (row["supersedes"], row["superseded_by"]),
-            )
-            self._forget_sources(conn, [row["key"]])
-        self._after_removal({row["content_hash"]})
+        sources = self._select_sources("s.id = ANY(?)", (list(dict.fromkeys(source_ids)),))
+        return {source.id: source for source in sources}
 
     @staticmethod
     def _forget_sources(conn: Connection, source_keys: Sequence[int]) -> None:
@@ -473,12 +420,6 @@ class PostgresStore(SqlStore[Connection]):
         count_terms(conn, counted, sign=-1)
 
     # text, pages, originals -----------------------------------------------------------------
-    def source_text(self, source_id: str) -> str:
-        rows = self._read("SELECT text FROM sources WHERE id = %s", (source_id,))
-        if not rows:
-            raise NotFound(f"no source '{source_id}'", param="source_id")
-        return str(rows[0]["text"])
-
     def source_pages(self, source_id: str) -> tuple[Page, ...]:
         rows = self._read(
             "SELECT p.number, p.label, p.start_offset, p.end_offset, p.width, p.height,"
@@ -498,25 +439,6 @@ class PostgresStore(SqlStore[Connection]):
             )
             for row in rows
         )
-
-    def _page_column(self, column: LiteralString, source_id: str, page_number: int) -> Any:
-        rows = self._read(
-            f"SELECT p.{column} FROM pages p JOIN sources s ON s.key = p.source_key"
-            " WHERE s.id = %s AND p.number = %s",
-            (source_id, page_number),
-        )
-        if not rows:
-            raise NotFound(f"no page {page_number} in source '{source_id}'", param="page")
-        return rows[0][column]
-
-    def char_boxes(self, source_id: str, page_number: int) -> CharBoxes:
-        return unpack_boxes(self._page_column("boxes", source_id, page_number))
-
-    def char_confidences(self, source_id: str, page_number: int) -> CharConfidences:
-        return unpack_confidences(self._page_column("confidences", source_id, page_number))
-
-    def original(self, source_id: str) -> bytes:
-        return self.blobs.get(self.get_source(source_id).content_hash)
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
         rows = self._read(
@@ -603,10 +525,6 @@ class PostgresStore(SqlStore[Connection]):
 
 
 # rows ----------------------------------------------------------------------------------------
-def _source(row: DictRow) -> Source:
-    return Source.model_validate(row)
-
-
 def _chunk(row: DictRow) -> Chunk:
     return Chunk(
         id=row["id"],

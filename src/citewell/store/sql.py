@@ -17,8 +17,19 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, Generic, LiteralString, Protocol, TypeVar
 
 from citewell.errors import Conflict, NotFound
+from citewell.ingest.base import CharBoxes, CharConfidences
 from citewell.ingest.jobs import KEPT_FINISHED, IngestJob, JobState
-from citewell.model import Agent, Answer, ApiKey, Bucket, Permission, Tenant, Trace
+from citewell.model import (
+    Agent,
+    Answer,
+    ApiKey,
+    Bucket,
+    Modality,
+    Permission,
+    Source,
+    Tenant,
+    Trace,
+)
 from citewell.store.base import (
     StoredAnswer,
     StoredTrace,
@@ -28,6 +39,7 @@ from citewell.store.base import (
     sources_quoted,
 )
 from citewell.store.blobs import BlobStore
+from citewell.store.encoding import unpack_boxes, unpack_confidences
 
 __all__ = ["Connection", "Dialect", "SqlStore"]
 
@@ -137,6 +149,9 @@ class SqlStore(ABC, Generic[C]):
     """
 
     dialect: Dialect
+    stored: LiteralString
+    """True of a row ``s`` of ``sources`` once the source is stored: SQLite writes one in steps,
+    and until the last it is pending, seen by no read."""
     blobs: BlobStore
     trace_retention_days: int
     answer_retention_days: int
@@ -148,6 +163,9 @@ class SqlStore(ABC, Generic[C]):
     @abstractmethod
     def _read(self, query: LiteralString, params: Sequence[Any] = ()) -> Sequence[Any]:
         """The rows of one statement, in the driver's own placeholders."""
+
+    @abstractmethod
+    def get_sources(self, source_ids: Iterable[str]) -> dict[str, Source]: ...
 
     @abstractmethod
     def _forget_sources(self, conn: C, source_keys: Sequence[int]) -> None:
@@ -235,6 +253,109 @@ class SqlStore(ABC, Generic[C]):
             tenant_id=row["tenant_id"],
             slug=row["slug"],
             name=row["name"],
+            created_at=self.dialect.read_time(row["created_at"]),
+        )
+
+    # sources ---------------------------------------------------------------------------------
+    def find_source(self, bucket_id: str, content_hash: str) -> Source | None:
+        found = self._select_sources("b.id = ? AND s.content_hash = ?", (bucket_id, content_hash))
+        return found[0] if found else None
+
+    def get_source(self, source_id: str) -> Source:
+        source = self.get_sources([source_id]).get(source_id)
+        if source is None:
+            raise NotFound(f"no source '{source_id}'", param="source_id")
+        return source
+
+    def list_sources(self, bucket_id: str, *, include_superseded: bool = False) -> list[Source]:
+        current = "" if include_superseded else " AND s.superseded_by IS NULL"
+        return self._select_sources(
+            f"b.id = ?{current} ORDER BY s.filename{self.dialect.binary}, s.version", (bucket_id,)
+        )
+
+    def delete_source(self, source_id: str) -> None:
+        with self._write() as conn:
+            row = self._run(
+                conn,
+                "SELECT s.key, s.content_hash, s.supersedes, s.superseded_by FROM sources s"
+                f" WHERE s.id = ? AND {self.stored}" + self.dialect.lock(" FOR UPDATE"),
+                (source_id,),
+            ).fetchone()
+            if row is None:
+                raise NotFound(f"no source '{source_id}'", param="source_id")
+            # Close the gap in the version chain; deleting the newest makes the previous current.
+            self._run(
+                conn,
+                "UPDATE sources SET superseded_by = ? WHERE id = ?",
+                (row["superseded_by"], row["supersedes"]),
+            )
+            self._run(
+                conn,
+                "UPDATE sources SET supersedes = ? WHERE id = ?",
+                (row["supersedes"], row["superseded_by"]),
+            )
+            self._forget_sources(conn, [row["key"]])
+        self._after_removal({row["content_hash"]})
+
+    def source_text(self, source_id: str) -> str:
+        rows = self._rows(
+            f"SELECT s.text FROM sources s WHERE s.id = ? AND {self.stored}", (source_id,)
+        )
+        if not rows:
+            raise NotFound(f"no source '{source_id}'", param="source_id")
+        return str(rows[0]["text"])
+
+    def char_boxes(self, source_id: str, page_number: int) -> CharBoxes:
+        return unpack_boxes(self._page_column("boxes", source_id, page_number))
+
+    def char_confidences(self, source_id: str, page_number: int) -> CharConfidences:
+        return unpack_confidences(self._page_column("confidences", source_id, page_number))
+
+    def original(self, source_id: str) -> bytes:
+        return self.blobs.get(self.get_source(source_id).content_hash)
+
+    def _page_column(self, column: LiteralString, source_id: str, page_number: int) -> Any:
+        """One stored column of a page (``column`` is ours, never the caller's)."""
+        rows = self._rows(
+            f"SELECT p.{column} FROM pages p JOIN sources s ON s.key = p.source_key"
+            " WHERE s.id = ? AND p.number = ?",
+            (source_id, page_number),
+        )
+        if not rows:
+            raise NotFound(f"no page {page_number} in source '{source_id}'", param="page")
+        return rows[0][column]
+
+    def _select_sources(self, where: LiteralString, params: Sequence[Any]) -> list[Source]:
+        """The stored sources a statement selects: ``where`` is its rest after WHERE (its
+        conditions on ``sources s`` and ``buckets b``, then any ORDER BY)."""
+        rows = self._rows(
+            f"SELECT {_SOURCE_COLUMNS} FROM sources s JOIN buckets b ON b.key = s.bucket_key"
+            f" WHERE {self.stored} AND {where}",
+            params,
+        )
+        return [self._source(row) for row in rows]
+
+    def _source(self, row: Row) -> Source:
+        day = row["effective_date"]
+        return Source(
+            id=row["id"],
+            bucket_id=row["bucket_id"],
+            filename=row["filename"],
+            mime_type=row["mime_type"],
+            content_hash=row["content_hash"],
+            byte_size=row["byte_size"],
+            version=row["version"],
+            supersedes=row["supersedes"],
+            superseded_by=row["superseded_by"],
+            title=row["title"],
+            language=row["language"],
+            modality=Modality(row["modality"]),
+            page_count=row["page_count"],
+            char_count=row["char_count"],
+            chunk_count=row["chunk_count"],
+            effective_date=None if day is None else self.dialect.read_day(day),
+            acl=frozenset(self.dialect.read_labels(row["acl"])),
+            metadata=self.dialect.read_json_value(row["metadata"]),
             created_at=self.dialect.read_time(row["created_at"]),
         )
 
@@ -662,6 +783,11 @@ class SqlStore(ABC, Generic[C]):
 
 _KEY_COLUMNS = "id, tenant_id, name, permissions, bucket_ids, acl_labels, created_at, revoked_at"
 
+_SOURCE_COLUMNS = (
+    "s.id, b.id AS bucket_id, s.filename, s.mime_type, s.content_hash, s.byte_size, s.version,"
+    " s.supersedes, s.superseded_by, s.title, s.language, s.modality, s.page_count,"
+    " s.char_count, s.chunk_count, s.effective_date, s.acl, s.metadata, s.created_at"
+)
 _JOB_COLUMNS = (
     "id, tenant_id, bucket_id, filename, mime_type, content_hash, byte_size, acl, metadata,"
     " effective_date, state, attempts, pages_done, pages_total, result_id, error, unreadable,"

@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 
 from citewell.errors import Conflict, NotFound, StoreError
-from citewell.ingest.base import CharBoxes, CharConfidences
 from citewell.model import (
     Chunk,
     Modality,
@@ -45,7 +44,7 @@ from citewell.store.base import (
     new_source_id,
 )
 from citewell.store.blobs import BlobStore
-from citewell.store.encoding import pack_boxes, pack_confidences, unpack_boxes, unpack_confidences
+from citewell.store.encoding import pack_boxes, pack_confidences
 from citewell.store.filters import SqlParam, compile_filter
 from citewell.store.fusion import fuse
 from citewell.store.lexical import LexicalDoc, LexicalIndex
@@ -58,11 +57,6 @@ __all__ = ["SQLiteStore"]
 _PENDING = "pending"
 _ALLOWED_CACHE_SIZE = 256
 """Scopes whose visible sources are remembered (until the next write)."""
-_SOURCE_COLUMNS = (
-    "s.id, b.id AS bucket_id, s.filename, s.mime_type, s.content_hash, s.byte_size, s.version, "
-    "s.supersedes, s.superseded_by, s.status, s.title, s.language, s.modality, s.page_count, "
-    "s.char_count, s.chunk_count, s.effective_date, s.acl, s.metadata, s.created_at"
-)
 _CHUNK_COLUMNS = (
     "c.id, s.id AS source_id, c.idx, c.start, c.end, c.heading_path, c.page_numbers, "
     "c.sentences, c.language, substr(s.text, c.start + 1, c.end - c.start) AS text"
@@ -143,6 +137,7 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
     """
 
     dialect = _SQLiteDialect()
+    stored = "s.status = 'ready'"
 
     def __init__(
         self,
@@ -232,14 +227,6 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
         self._local = threading.local()
 
     # sources ---------------------------------------------------------------------------------
-    def find_source(self, bucket_id: str, content_hash: str) -> Source | None:
-        rows = self._read(
-            f"SELECT {_SOURCE_COLUMNS} FROM sources s JOIN buckets b ON b.key = s.bucket_key"
-            " WHERE b.id = ? AND s.content_hash = ? AND s.status = 'ready'",
-            (bucket_id, content_hash),
-        )
-        return _source(rows[0]) if rows else None
-
     def add_source(self, draft: SourceDraft) -> Source:
         if len(draft.vectors) != len(draft.chunks) or len(draft.vector_keys) != len(draft.chunks):
             raise ValueError("one vector and one vector key per chunk are required")
@@ -408,53 +395,12 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
             self._forget_sources(conn, [source_key])
         self._after_removal({row["content_hash"]})
 
-    def get_source(self, source_id: str) -> Source:
-        source = self.get_sources([source_id]).get(source_id)
-        if source is None:
-            raise NotFound(f"no source '{source_id}'", param="source_id")
-        return source
-
     def get_sources(self, source_ids: Iterable[str]) -> dict[str, Source]:
-        ids = list(dict.fromkeys(source_ids))
         found: dict[str, Source] = {}
-        for batch in _batches(ids):
-            rows = self._read(
-                f"SELECT {_SOURCE_COLUMNS} FROM sources s JOIN buckets b ON b.key = s.bucket_key"
-                f" WHERE s.status = 'ready' AND s.id IN ({_marks(batch)})",
-                batch,
-            )
-            found.update((row["id"], _source(row)) for row in rows)
+        for batch in _batches(list(dict.fromkeys(source_ids))):
+            sources = self._select_sources(f"s.id IN ({_marks(batch)})", batch)
+            found.update((source.id, source) for source in sources)
         return found
-
-    def list_sources(self, bucket_id: str, *, include_superseded: bool = False) -> list[Source]:
-        current = "" if include_superseded else " AND s.superseded_by IS NULL"
-        rows = self._read(
-            f"SELECT {_SOURCE_COLUMNS} FROM sources s JOIN buckets b ON b.key = s.bucket_key"
-            f" WHERE b.id = ? AND s.status = 'ready'{current} ORDER BY s.filename, s.version",
-            (bucket_id,),
-        )
-        return [_source(row) for row in rows]
-
-    def delete_source(self, source_id: str) -> None:
-        with self._write() as conn:
-            row = conn.execute(
-                "SELECT key, content_hash, supersedes, superseded_by FROM sources"
-                " WHERE id = ? AND status = 'ready'",
-                (source_id,),
-            ).fetchone()
-            if row is None:
-                raise NotFound(f"no source '{source_id}'", param="source_id")
-            # Close the gap in the version chain; deleting the newest makes the previous current.
-            conn.execute(
-                "UPDATE sources SET superseded_by = ? WHERE id = ?",
-                (row["superseded_by"], row["supersedes"]),
-            )
-            conn.execute(
-                "UPDATE sources SET supersedes = ? WHERE id = ?",
-                (row["supersedes"], row["superseded_by"]),
-            )
-            self._forget_sources(conn, [row["key"]])
-        self._after_removal({row["content_hash"]})
 
     def _forget_sources(self, conn: sqlite3.Connection, source_keys: Sequence[int]) -> None:
         """Delete sources and their derived rows, queueing their lexical documents for removal."""
@@ -511,14 +457,6 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
         self._collect_lexical_garbage()
 
     # text, pages, originals -----------------------------------------------------------------
-    def source_text(self, source_id: str) -> str:
-        rows = self._read(
-            "SELECT text FROM sources WHERE id = ? AND status = 'ready'", (source_id,)
-        )
-        if not rows:
-            raise NotFound(f"no source '{source_id}'", param="source_id")
-        return str(rows[0]["text"])
-
     def source_pages(self, source_id: str) -> tuple[Page, ...]:
         rows = self._read(
             "SELECT p.number, p.label, p.start, p.end, p.width, p.height, p.modality,"
@@ -538,26 +476,6 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
             )
             for row in rows
         )
-
-    def char_boxes(self, source_id: str, page_number: int) -> CharBoxes:
-        return unpack_boxes(self._page_column("boxes", source_id, page_number))
-
-    def char_confidences(self, source_id: str, page_number: int) -> CharConfidences:
-        return unpack_confidences(self._page_column("confidences", source_id, page_number))
-
-    def _page_column(self, column: str, source_id: str, page_number: int) -> Any:
-        """One stored column of a page (``column`` is ours, never the caller's)."""
-        rows = self._read(
-            f"SELECT p.{column} FROM pages p JOIN sources s ON s.key = p.source_key"
-            " WHERE s.id = ? AND p.number = ?",
-            (source_id, page_number),
-        )
-        if not rows:
-            raise NotFound(f"no page {page_number} in source '{source_id}'", param="page")
-        return rows[0][column]
-
-    def original(self, source_id: str) -> bytes:
-        return self.blobs.get(self.get_source(source_id).content_hash)
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
         found: dict[str, Chunk] = {}
@@ -736,31 +654,6 @@ def _process_alive(pid: int | None) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def _source(row: sqlite3.Row) -> Source:
-    return Source(
-        id=row["id"],
-        bucket_id=row["bucket_id"],
-        filename=row["filename"],
-        mime_type=row["mime_type"],
-        content_hash=row["content_hash"],
-        byte_size=row["byte_size"],
-        version=row["version"],
-        supersedes=row["supersedes"],
-        superseded_by=row["superseded_by"],
-        status=SourceStatus(row["status"]),
-        title=row["title"],
-        language=row["language"],
-        modality=Modality(row["modality"]),
-        page_count=row["page_count"],
-        char_count=row["char_count"],
-        chunk_count=row["chunk_count"],
-        effective_date=date.fromisoformat(row["effective_date"]) if row["effective_date"] else None,
-        acl=frozenset(json.loads(row["acl"])),
-        metadata=json.loads(row["metadata"]),
-        created_at=datetime.fromisoformat(row["created_at"]),
-    )
 
 
 def _chunk(row: sqlite3.Row) -> Chunk:
