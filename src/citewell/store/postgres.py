@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, LiteralString
 
@@ -44,10 +44,11 @@ from citewell.store.base import (
     new_source_id,
 )
 from citewell.store.blobs import BlobStore
+from citewell.store.dialect import Clause, Dialect
 from citewell.store.encoding import pack_boxes, pack_confidences
 from citewell.store.postgres_schema import migrate, schema_lock
 from citewell.store.postgres_search import ChunkTerms, Search, chunk_terms, count_terms
-from citewell.store.sql import Clause, Dialect, SqlStore
+from citewell.store.sql import SqlStore
 
 __all__ = ["PostgresStore"]
 
@@ -81,35 +82,8 @@ class _PostgresDialect(Dialect):
     locks_rows = True
     each = "unnest(?::text[]) AS value"
 
-    def time(self, moment: datetime) -> datetime:
-        return moment
-
-    def read_time(self, value: datetime) -> datetime:
-        return value
-
-    def stamp(self, moment: datetime) -> datetime:
-        return moment
-
-    def read_stamp(self, value: datetime) -> datetime:
-        return value
-
-    def labels(self, values: Iterable[str]) -> list[str]:
-        return sorted(values)
-
-    def read_labels(self, value: list[str]) -> list[str]:
-        return value
-
     def json_value(self, value: Any) -> Jsonb:
         return Jsonb(value)
-
-    def read_json_value(self, value: Any) -> Any:
-        return value
-
-    def day(self, value: date) -> date:
-        return value
-
-    def read_day(self, value: date) -> date:
-        return value
 
     def now(self, moment: datetime) -> Clause:
         return Clause("now()")
@@ -126,8 +100,8 @@ class PostgresStore(SqlStore[Connection]):
     searched exactly, larger ones through the HNSW index.
     """
 
-    dialect = _PostgresDialect()
-    stored = "true"
+    _dialect = _PostgresDialect()
+    _stored = "true"
 
     def __init__(
         self,

@@ -1,10 +1,12 @@
-"""The SQL both stores run, written once: buckets, tenants and keys, agents, traces and ingest jobs.
+"""The SQL both stores run, written once: buckets, sources as they are read and deleted, ingest
+jobs, answers, traces, tenants, keys and agents.
 
 The embedded store (SQLite) and the scale-out store (PostgreSQL) keep these records in tables of
 the same names and columns, so each statement is written here once, with ``?`` placeholders. What
-the two databases do differently is a ``Dialect``: the placeholder, how a value is stored (SQLite
-keeps times and lists as text), text order, row locks and whose clock times a lease. Each store
-keeps only what is its own: connections, schema, sources and their indexes, and search.
+the two databases do differently is a ``Dialect``: the placeholder, how a value is kept (SQLite
+keeps times, lists and JSON as text), text order, row locks and whose clock times a lease. Each
+store keeps what is its own: connections, schemas, writing a source with its pages, chunks and
+vectors, the lexical and vector indexes, and search.
 """
 
 from __future__ import annotations
@@ -12,9 +14,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
-from typing import Any, Generic, LiteralString, Protocol, TypeVar
+from datetime import UTC, datetime, timedelta
+from typing import Any, Generic, LiteralString, TypeVar
 
 from citewell.errors import Conflict, NotFound
 from citewell.ingest.base import CharBoxes, CharConfidences
@@ -39,117 +40,24 @@ from citewell.store.base import (
     sources_quoted,
 )
 from citewell.store.blobs import BlobStore
+from citewell.store.dialect import Connection, Cursor, Dialect, Row
 from citewell.store.encoding import unpack_boxes, unpack_confidences
 
-__all__ = ["Connection", "Dialect", "SqlStore"]
-
-
-class Row(Protocol):
-    """A row read by column name (``sqlite3.Row``, psycopg's ``DictRow``)."""
-
-    def __getitem__(self, column: str, /) -> Any: ...
-
-
-class Cursor(Protocol):
-    @property
-    def rowcount(self) -> int: ...
-
-    def fetchone(self) -> Any: ...
-
-    def fetchall(self) -> list[Any]: ...
-
-
-class Connection(Protocol):
-    """What the shared statements need of a connection: sqlite3's and psycopg's both have it."""
-
-    def execute(self, query: LiteralString, params: Sequence[Any], /) -> Cursor: ...
-
+__all__ = ["SqlStore"]
 
 C = TypeVar("C", bound=Connection)
-
-
-@dataclass(frozen=True, slots=True)
-class Clause:
-    """A piece of a statement with the values of its placeholders."""
-
-    sql: LiteralString
-    params: tuple[Any, ...] = ()
-
-
-class Dialect(ABC):
-    """How one database runs the statements written here."""
-
-    mark: LiteralString
-    """The placeholder its driver takes for ``?``."""
-    binary: LiteralString
-    """Appended to a text column in ORDER BY: order by code point, as SQLite always does."""
-    locks_rows: bool
-    """Whether a transaction locks the rows it reads to write (PostgreSQL), or the whole
-    database is written by one transaction at a time anyway (SQLite's BEGIN IMMEDIATE)."""
-    each: LiteralString
-    """A table of one column, ``value``: the strings of one ``labels`` parameter."""
-
-    def query(self, text: LiteralString) -> LiteralString:
-        """The statement as the driver takes it (the statements here hold no other ``?``)."""
-        return text.replace("?", self.mark)
-
-    def lock(self, clause: LiteralString) -> LiteralString:
-        """A row-locking clause (`` FOR UPDATE``), where the database takes row locks."""
-        return clause if self.locks_rows else ""
-
-    @abstractmethod
-    def time(self, moment: datetime) -> Any:
-        """A time as its column keeps it."""
-
-    @abstractmethod
-    def read_time(self, value: Any) -> datetime: ...
-
-    @abstractmethod
-    def stamp(self, moment: datetime) -> Any:
-        """A time as a column that is ordered and compared by it keeps it (traces, jobs)."""
-
-    @abstractmethod
-    def read_stamp(self, value: Any) -> datetime: ...
-
-    @abstractmethod
-    def labels(self, values: Iterable[str]) -> Any:
-        """A set of strings as its column keeps it, sorted."""
-
-    @abstractmethod
-    def read_labels(self, value: Any) -> list[str]: ...
-
-    @abstractmethod
-    def json_value(self, value: Any) -> Any:
-        """A JSON value as its column keeps it."""
-
-    @abstractmethod
-    def read_json_value(self, value: Any) -> Any: ...
-
-    @abstractmethod
-    def day(self, value: date) -> Any: ...
-
-    @abstractmethod
-    def read_day(self, value: Any) -> date: ...
-
-    @abstractmethod
-    def now(self, moment: datetime) -> Clause:
-        """The time a lease is measured by: the database's clock where every server shares it
-        (PostgreSQL), else ``moment``, the process's."""
-
-    @abstractmethod
-    def later(self, moment: datetime, seconds: float) -> Clause:
-        """``seconds`` after ``now``."""
 
 
 class SqlStore(ABC, Generic[C]):
     """The part of a ``Store`` that is the same SQL on either database.
 
-    A store provides its dialect, its transactions and reads, and the removal of sources (whose
-    derived rows and indexes are its own).
+    A store provides its dialect, its transactions and reads, how many sources one statement
+    reads (``get_sources``), and the removal of sources, whose derived rows and indexes are its
+    own.
     """
 
-    dialect: Dialect
-    stored: LiteralString
+    _dialect: Dialect
+    _stored: LiteralString
     """True of a row ``s`` of ``sources`` once the source is stored: SQLite writes one in steps,
     and until the last it is pending, seen by no read."""
     blobs: BlobStore
@@ -173,11 +81,11 @@ class SqlStore(ABC, Generic[C]):
 
     def _run(self, conn: C, query: LiteralString, params: Sequence[Any] = ()) -> Cursor:
         """Run one statement in a transaction."""
-        return conn.execute(self.dialect.query(query), params)
+        return conn.execute(self._dialect.query(query), params)
 
     def _rows(self, query: LiteralString, params: Sequence[Any] = ()) -> Sequence[Row]:
         """The rows of one statement, read outside any transaction."""
-        return self._read(self.dialect.query(query), params)
+        return self._read(self._dialect.query(query), params)
 
     # buckets ---------------------------------------------------------------------------------
     def create_bucket(self, slug: str, *, tenant_id: str, name: str | None = None) -> Bucket:
@@ -186,7 +94,7 @@ class SqlStore(ABC, Generic[C]):
                 conn,
                 "INSERT INTO buckets (id, tenant_id, slug, name, created_at) VALUES (?, ?, ?, ?, ?)"
                 " ON CONFLICT (tenant_id, slug) DO NOTHING",
-                (new_id("bkt"), tenant_id, slug, name or slug, self.dialect.time(_now())),
+                (new_id("bkt"), tenant_id, slug, name or slug, self._dialect.time(_now())),
             )
         return self.get_bucket(slug, tenant_id=tenant_id)
 
@@ -203,7 +111,7 @@ class SqlStore(ABC, Generic[C]):
     def list_buckets(self, *, tenant_id: str) -> list[Bucket]:
         rows = self._rows(
             "SELECT id, tenant_id, slug, name, created_at FROM buckets WHERE tenant_id = ?"
-            f" ORDER BY slug{self.dialect.binary}",
+            f" ORDER BY slug{self._dialect.binary}",
             (tenant_id,),
         )
         return [self._bucket(row) for row in rows]
@@ -215,7 +123,7 @@ class SqlStore(ABC, Generic[C]):
             row = self._run(
                 conn,
                 "SELECT tenant_id, slug, name FROM buckets WHERE id = ?"
-                + self.dialect.lock(" FOR UPDATE"),
+                + self._dialect.lock(" FOR UPDATE"),
                 (bucket_id,),
             ).fetchone()
             if row is None:
@@ -239,7 +147,7 @@ class SqlStore(ABC, Generic[C]):
             rows = self._run(
                 conn,
                 "SELECT s.key, s.content_hash FROM sources s JOIN buckets b ON b.key = s.bucket_key"
-                " WHERE b.id = ?" + self.dialect.lock(" FOR UPDATE OF s"),
+                " WHERE b.id = ?" + self._dialect.lock(" FOR UPDATE OF s"),
                 (bucket_id,),
             ).fetchall()
             self._forget_sources(conn, [row["key"] for row in rows])
@@ -253,7 +161,7 @@ class SqlStore(ABC, Generic[C]):
             tenant_id=row["tenant_id"],
             slug=row["slug"],
             name=row["name"],
-            created_at=self.dialect.read_time(row["created_at"]),
+            created_at=self._dialect.read_time(row["created_at"]),
         )
 
     # sources ---------------------------------------------------------------------------------
@@ -270,7 +178,7 @@ class SqlStore(ABC, Generic[C]):
     def list_sources(self, bucket_id: str, *, include_superseded: bool = False) -> list[Source]:
         current = "" if include_superseded else " AND s.superseded_by IS NULL"
         return self._select_sources(
-            f"b.id = ?{current} ORDER BY s.filename{self.dialect.binary}, s.version", (bucket_id,)
+            f"b.id = ?{current} ORDER BY s.filename{self._dialect.binary}, s.version", (bucket_id,)
         )
 
     def delete_source(self, source_id: str) -> None:
@@ -278,7 +186,7 @@ class SqlStore(ABC, Generic[C]):
             row = self._run(
                 conn,
                 "SELECT s.key, s.content_hash, s.supersedes, s.superseded_by FROM sources s"
-                f" WHERE s.id = ? AND {self.stored}" + self.dialect.lock(" FOR UPDATE"),
+                f" WHERE s.id = ? AND {self._stored}" + self._dialect.lock(" FOR UPDATE"),
                 (source_id,),
             ).fetchone()
             if row is None:
@@ -299,7 +207,7 @@ class SqlStore(ABC, Generic[C]):
 
     def source_text(self, source_id: str) -> str:
         rows = self._rows(
-            f"SELECT s.text FROM sources s WHERE s.id = ? AND {self.stored}", (source_id,)
+            f"SELECT s.text FROM sources s WHERE s.id = ? AND {self._stored}", (source_id,)
         )
         if not rows:
             raise NotFound(f"no source '{source_id}'", param="source_id")
@@ -330,7 +238,7 @@ class SqlStore(ABC, Generic[C]):
         conditions on ``sources s`` and ``buckets b``, then any ORDER BY)."""
         rows = self._rows(
             f"SELECT {_SOURCE_COLUMNS} FROM sources s JOIN buckets b ON b.key = s.bucket_key"
-            f" WHERE {self.stored} AND {where}",
+            f" WHERE {self._stored} AND {where}",
             params,
         )
         return [self._source(row) for row in rows]
@@ -353,10 +261,10 @@ class SqlStore(ABC, Generic[C]):
             page_count=row["page_count"],
             char_count=row["char_count"],
             chunk_count=row["chunk_count"],
-            effective_date=None if day is None else self.dialect.read_day(day),
-            acl=frozenset(self.dialect.read_labels(row["acl"])),
-            metadata=self.dialect.read_json_value(row["metadata"]),
-            created_at=self.dialect.read_time(row["created_at"]),
+            effective_date=None if day is None else self._dialect.read_day(day),
+            acl=frozenset(self._dialect.read_labels(row["acl"])),
+            metadata=self._dialect.read_json_value(row["metadata"]),
+            created_at=self._dialect.read_time(row["created_at"]),
         )
 
     def _after_removal(self, content_hashes: set[str]) -> None:
@@ -370,7 +278,7 @@ class SqlStore(ABC, Generic[C]):
     def add_job(self, job: IngestJob, content: bytes, *, owner: str, lease_seconds: float) -> None:
         self.blobs.put(content, job.content_hash)
         moment = _now()
-        now, until = self.dialect.now(moment), self.dialect.later(moment, lease_seconds)
+        now, until = self._dialect.now(moment), self._dialect.later(moment, lease_seconds)
         with self._write() as conn:
             self._run(
                 conn,
@@ -385,14 +293,14 @@ class SqlStore(ABC, Generic[C]):
                     job.mime_type,
                     job.content_hash,
                     job.byte_size,
-                    self.dialect.labels(job.acl),
-                    self.dialect.json_value(job.metadata),
-                    None if job.effective_date is None else self.dialect.day(job.effective_date),
+                    self._dialect.labels(job.acl),
+                    self._dialect.json_value(job.metadata),
+                    None if job.effective_date is None else self._dialect.day(job.effective_date),
                     JobState.RUNNING.value,
                     job.attempts,
                     job.pages_done,
                     job.pages_total,
-                    self.dialect.stamp(job.created_at),
+                    self._dialect.stamp(job.created_at),
                     owner,
                     *until.params,
                     *now.params,
@@ -427,7 +335,7 @@ class SqlStore(ABC, Generic[C]):
 
     def claim_job(self, *, owner: str, lease_seconds: float, max_attempts: int) -> IngestJob | None:
         moment = _now()
-        now, until = self.dialect.now(moment), self.dialect.later(moment, lease_seconds)
+        now, until = self._dialect.now(moment), self._dialect.later(moment, lease_seconds)
         takeable = f"(state = 'queued' OR (state = 'running' AND lease_expires < {now.sql}))"
         with self._write() as conn:
             exhausted = self._run(
@@ -445,7 +353,7 @@ class SqlStore(ABC, Generic[C]):
                 "UPDATE ingest_jobs SET state = 'running', attempts = attempts + 1,"
                 f" lease_owner = ?, lease_expires = {until.sql}, updated_at = {now.sql}"
                 f" WHERE id = (SELECT id FROM ingest_jobs WHERE {takeable} ORDER BY created_at"
-                f" LIMIT 1{self.dialect.lock(' FOR UPDATE SKIP LOCKED')})"
+                f" LIMIT 1{self._dialect.lock(' FOR UPDATE SKIP LOCKED')})"
                 f" RETURNING {_JOB_COLUMNS}",
                 (owner, *until.params, *now.params, *now.params),
             ).fetchone()
@@ -453,7 +361,7 @@ class SqlStore(ABC, Generic[C]):
         return None if row is None else self._job(row)
 
     def renew_jobs(self, *, owner: str, lease_seconds: float) -> None:
-        until = self.dialect.later(_now(), lease_seconds)
+        until = self._dialect.later(_now(), lease_seconds)
         with self._write() as conn:
             self._run(
                 conn,
@@ -463,7 +371,7 @@ class SqlStore(ABC, Generic[C]):
             )
 
     def job_progress(self, job_id: str, *, owner: str, done: int, total: int) -> None:
-        now = self.dialect.now(_now())
+        now = self._dialect.now(_now())
         with self._write() as conn:
             self._run(
                 conn,
@@ -482,7 +390,7 @@ class SqlStore(ABC, Generic[C]):
         unreadable: bool = False,
     ) -> None:
         state = JobState.DONE if error is None else JobState.FAILED
-        now = self.dialect.now(_now())
+        now = self._dialect.now(_now())
         with self._write() as conn:
             row = self._run(
                 conn,
@@ -525,10 +433,10 @@ class SqlStore(ABC, Generic[C]):
             mime_type=row["mime_type"],
             content_hash=row["content_hash"],
             byte_size=row["byte_size"],
-            acl=frozenset(self.dialect.read_labels(row["acl"])),
-            metadata=self.dialect.read_json_value(row["metadata"]),
-            effective_date=None if day is None else self.dialect.read_day(day),
-            created_at=self.dialect.read_stamp(row["created_at"]),
+            acl=frozenset(self._dialect.read_labels(row["acl"])),
+            metadata=self._dialect.read_json_value(row["metadata"]),
+            effective_date=None if day is None else self._dialect.read_day(day),
+            created_at=self._dialect.read_stamp(row["created_at"]),
             state=JobState(row["state"]),
             attempts=row["attempts"],
             pages_done=row["pages_done"],
@@ -548,7 +456,7 @@ class SqlStore(ABC, Generic[C]):
                 stored.previous_id is not None
                 and not self._run(
                     conn,
-                    "SELECT 1 FROM answers WHERE id = ?" + self.dialect.lock(" FOR SHARE"),
+                    "SELECT 1 FROM answers WHERE id = ?" + self._dialect.lock(" FOR SHARE"),
                     (stored.previous_id,),
                 ).fetchone()
             ):
@@ -563,9 +471,9 @@ class SqlStore(ABC, Generic[C]):
                     stored.id,
                     stored.tenant_id,
                     stored.answer.id,
-                    self.dialect.time(_now()),
+                    self._dialect.time(_now()),
                     stored.answer.model_dump_json(),
-                    self.dialect.json_value([list(turn) for turn in stored.conversation]),
+                    self._dialect.json_value([list(turn) for turn in stored.conversation]),
                     stored.rendered,
                     stored.previous_id,
                     stored.key_id,
@@ -574,11 +482,11 @@ class SqlStore(ABC, Generic[C]):
             self._run(
                 conn,
                 "INSERT INTO answer_sources (source_id, response_id)"
-                f" SELECT value, ? FROM {self.dialect.each}"
+                f" SELECT value, ? FROM {self._dialect.each}"
                 " UNION SELECT source_id, ? FROM answer_sources WHERE response_id = ?",
                 (
                     stored.id,
-                    self.dialect.labels(sources_quoted(stored.answer)),
+                    self._dialect.labels(sources_quoted(stored.answer)),
                     stored.id,
                     stored.previous_id,
                 ),
@@ -599,7 +507,7 @@ class SqlStore(ABC, Generic[C]):
             answer=Answer.model_validate_json(row["answer"]),
             rendered=row["rendered"],
             conversation=tuple(
-                (role, text) for role, text in self.dialect.read_json_value(row["conversation"])
+                (role, text) for role, text in self._dialect.read_json_value(row["conversation"])
             ),
             previous_id=row["previous_id"],
             key_id=row["key_id"],
@@ -610,7 +518,7 @@ class SqlStore(ABC, Generic[C]):
         cutoff = _now() - timedelta(days=self.answer_retention_days)
         with self._write() as conn:
             self._run(
-                conn, "DELETE FROM answers WHERE created_at < ?", (self.dialect.time(cutoff),)
+                conn, "DELETE FROM answers WHERE created_at < ?", (self._dialect.time(cutoff),)
             )
 
     # traces ----------------------------------------------------------------------------------
@@ -627,7 +535,7 @@ class SqlStore(ABC, Generic[C]):
                     (
                         stored.answer_id,
                         stored.agent,
-                        self.dialect.stamp(stored.created_at),
+                        self._dialect.stamp(stored.created_at),
                         stored.trace.model_dump_json(),
                     ),
                 )
@@ -636,13 +544,13 @@ class SqlStore(ABC, Generic[C]):
     def list_traces(self) -> list[StoredTrace]:
         rows = self._rows(
             "SELECT answer_id, agent, created_at, trace FROM traces"
-            f" ORDER BY created_at, answer_id{self.dialect.binary}"
+            f" ORDER BY created_at, answer_id{self._dialect.binary}"
         )
         return [
             StoredTrace(
                 answer_id=row["answer_id"],
                 agent=row["agent"],
-                created_at=self.dialect.read_stamp(row["created_at"]),
+                created_at=self._dialect.read_stamp(row["created_at"]),
                 trace=Trace.model_validate_json(row["trace"]),
             )
             for row in rows
@@ -655,7 +563,7 @@ class SqlStore(ABC, Generic[C]):
 
     def _drop_old_traces(self, conn: C) -> None:
         cutoff = _now() - timedelta(days=self.trace_retention_days)
-        self._run(conn, "DELETE FROM traces WHERE created_at < ?", (self.dialect.stamp(cutoff),))
+        self._run(conn, "DELETE FROM traces WHERE created_at < ?", (self._dialect.stamp(cutoff),))
 
     # tenants and keys ------------------------------------------------------------------------
     def create_tenant(self, name: str) -> Tenant:
@@ -664,7 +572,7 @@ class SqlStore(ABC, Generic[C]):
             self._run(
                 conn,
                 "INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)",
-                (tenant.id, tenant.name, self.dialect.time(tenant.created_at)),
+                (tenant.id, tenant.name, self._dialect.time(tenant.created_at)),
             )
         return tenant
 
@@ -677,7 +585,7 @@ class SqlStore(ABC, Generic[C]):
     def list_tenants(self) -> list[Tenant]:
         rows = self._rows(
             "SELECT id, name, created_at FROM tenants"
-            f" ORDER BY id != 'default', created_at, id{self.dialect.binary}"
+            f" ORDER BY id != 'default', created_at, id{self._dialect.binary}"
         )
         return [self._tenant(row) for row in rows]
 
@@ -693,10 +601,10 @@ class SqlStore(ABC, Generic[C]):
                     key.tenant_id,
                     key.name,
                     secret_hash,
-                    self.dialect.labels(key.permissions),
-                    None if key.bucket_ids is None else self.dialect.labels(key.bucket_ids),
-                    None if key.acl_labels is None else self.dialect.labels(key.acl_labels),
-                    self.dialect.time(key.created_at),
+                    self._dialect.labels(key.permissions),
+                    None if key.bucket_ids is None else self._dialect.labels(key.bucket_ids),
+                    None if key.acl_labels is None else self._dialect.labels(key.acl_labels),
+                    self._dialect.time(key.created_at),
                 ),
             )
 
@@ -711,7 +619,7 @@ class SqlStore(ABC, Generic[C]):
     def list_keys(self, tenant_id: str) -> list[ApiKey]:
         rows = self._rows(
             f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE tenant_id = ?"
-            f" ORDER BY created_at, id{self.dialect.binary}",
+            f" ORDER BY created_at, id{self._dialect.binary}",
             (tenant_id,),
         )
         return [self._api_key(row) for row in rows]
@@ -722,7 +630,7 @@ class SqlStore(ABC, Generic[C]):
                 conn,
                 "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND tenant_id = ?"
                 " AND revoked_at IS NULL",
-                (self.dialect.time(_now()), key_id, tenant_id),
+                (self._dialect.time(_now()), key_id, tenant_id),
             )
         key, _ = self.get_key(key_id)
         if key.tenant_id != tenant_id:
@@ -731,13 +639,13 @@ class SqlStore(ABC, Generic[C]):
 
     def _tenant(self, row: Row) -> Tenant:
         return Tenant(
-            id=row["id"], name=row["name"], created_at=self.dialect.read_time(row["created_at"])
+            id=row["id"], name=row["name"], created_at=self._dialect.read_time(row["created_at"])
         )
 
     def _api_key(self, row: Row) -> ApiKey:
         def a_set(column: str) -> frozenset[str] | None:
             value = row[column]
-            return None if value is None else frozenset(self.dialect.read_labels(value))
+            return None if value is None else frozenset(self._dialect.read_labels(value))
 
         revoked = row["revoked_at"]
         return ApiKey(
@@ -745,12 +653,12 @@ class SqlStore(ABC, Generic[C]):
             tenant_id=row["tenant_id"],
             name=row["name"],
             permissions=frozenset(
-                Permission(p) for p in self.dialect.read_labels(row["permissions"])
+                Permission(p) for p in self._dialect.read_labels(row["permissions"])
             ),
             bucket_ids=a_set("bucket_ids"),
             acl_labels=a_set("acl_labels"),
-            created_at=self.dialect.read_time(row["created_at"]),
-            revoked_at=None if revoked is None else self.dialect.read_time(revoked),
+            created_at=self._dialect.read_time(row["created_at"]),
+            revoked_at=None if revoked is None else self._dialect.read_time(revoked),
         )
 
     # agents ----------------------------------------------------------------------------------
@@ -761,13 +669,13 @@ class SqlStore(ABC, Generic[C]):
                 conn,
                 "INSERT INTO agents (tenant_id, name, agent, created_at) VALUES (?, ?, ?, ?)"
                 " ON CONFLICT (tenant_id, name) DO UPDATE SET agent = excluded.agent",
-                (tenant_id, agent.name, agent.model_dump_json(), self.dialect.time(_now())),
+                (tenant_id, agent.name, agent.model_dump_json(), self._dialect.time(_now())),
             )
 
     def list_agents(self, *, tenant_id: str) -> list[Agent]:
         rows = self._rows(
             "SELECT agent FROM agents WHERE tenant_id = ?"
-            f" ORDER BY created_at, name{self.dialect.binary}",
+            f" ORDER BY created_at, name{self._dialect.binary}",
             (tenant_id,),
         )
         return [Agent.model_validate_json(row["agent"]) for row in rows]

@@ -44,12 +44,13 @@ from citewell.store.base import (
     new_source_id,
 )
 from citewell.store.blobs import BlobStore
+from citewell.store.dialect import Clause, Dialect
 from citewell.store.encoding import pack_boxes, pack_confidences
 from citewell.store.filters import SqlParam, compile_filter
 from citewell.store.fusion import fuse
 from citewell.store.lexical import LexicalDoc, LexicalIndex
 from citewell.store.schema import migrate
-from citewell.store.sql import Clause, Dialect, SqlStore
+from citewell.store.sql import SqlStore
 from citewell.store.vectors import VectorIndex
 
 __all__ = ["SQLiteStore"]
@@ -136,8 +137,8 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
     first catches up with commits made elsewhere.
     """
 
-    dialect = _SQLiteDialect()
-    stored = "s.status = 'ready'"
+    _dialect = _SQLiteDialect()
+    _stored = "s.status = 'ready'"
 
     def __init__(
         self,
