@@ -19,6 +19,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = [
     "AnthropicSettings",
+    "BlobSettings",
     "CiteSettings",
     "GenerateSettings",
     "IngestSettings",
@@ -229,6 +230,48 @@ class PostgresSettings(_Group):
     )
 
 
+class BlobSettings(_Group):
+    url: str | None = Field(
+        default=None,
+        pattern=r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^/]+)*/?$",
+        description="S3-compatible bucket to keep original files and the Files APIs' uploads "
+        "in, as `s3://bucket/prefix` (the prefix is optional): servers sharing one database "
+        "then need no shared data folder. Needs the `s3` extra. Unset: `blobs/` and `files/` "
+        "of `data_dir`.",
+    )
+    endpoint_url: str | None = Field(
+        default=None,
+        pattern=r"^https?://",
+        description="URL of an S3-compatible server (MinIO, Ceph, R2, …). Unset: AWS S3.",
+    )
+    region: str | None = Field(
+        default=None,
+        description="Region of the bucket. Unset: `AWS_REGION`/`AWS_DEFAULT_REGION` or "
+        "`~/.aws/config`.",
+    )
+    access_key_id: SecretStr | None = Field(
+        default=None,
+        description="Access key of the bucket. Unset: boto3's usual chain "
+        "(`AWS_ACCESS_KEY_ID`, `~/.aws/credentials`, an instance or task role).",
+    )
+    secret_access_key: SecretStr | None = Field(
+        default=None,
+        description="Secret of `access_key_id`; set both or neither.",
+    )
+    addressing_style: Literal["auto", "path", "virtual"] = Field(
+        default="auto",
+        description="How the bucket is named in requests: `path` (`endpoint/bucket/key`, what "
+        "most self-hosted S3-compatible servers want) or `virtual` (`bucket.endpoint/key`); "
+        "`auto` lets boto3 choose.",
+    )
+
+    @model_validator(mode="after")
+    def _both_keys_or_neither(self) -> BlobSettings:
+        if (self.access_key_id is None) != (self.secret_access_key is None):
+            raise ValueError("set both blobs.access_key_id and blobs.secret_access_key, or neither")
+        return self
+
+
 MIN_LINK_SECRET = 32
 """Fewest characters of a link secret."""
 
@@ -330,7 +373,8 @@ class Settings(BaseSettings):
 
     data_dir: Path = Field(
         default_factory=default_data_dir,
-        description="Folder holding the database, indexes and original files.",
+        description="Folder holding the database, indexes and (unless `blobs.url` is set) "
+        "original files.",
     )
     evaldata_dir: Path = Field(
         default=Path("../shared/evaldata"),
@@ -340,8 +384,8 @@ class Settings(BaseSettings):
         default=None,
         description="PostgreSQL (with pgvector) to keep the library in, as "
         "`postgresql://user:password@host:port/database`; several citewell processes may share "
-        "it. Original files stay under `data_dir` (share that folder too). Unset: the embedded "
-        "store in `data_dir`.",
+        "it. Original files stay under `data_dir` (share that folder too) unless `blobs.url` "
+        "names an S3 bucket. Unset: the embedded store in `data_dir`.",
     )
     admin_key: SecretStr | None = Field(
         default=None,
@@ -359,6 +403,7 @@ class Settings(BaseSettings):
     ocr: OcrSettings = Field(default_factory=OcrSettings)
     jobs: JobSettings = Field(default_factory=JobSettings)
     postgres: PostgresSettings = Field(default_factory=PostgresSettings)
+    blobs: BlobSettings = Field(default_factory=BlobSettings)
 
     def fingerprint(self) -> str:
         """A short hash of the settings that change what is indexed or how answers are made."""

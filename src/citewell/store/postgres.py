@@ -46,6 +46,7 @@ from citewell.store.base import (
 from citewell.store.blobs import BlobStore
 from citewell.store.dialect import Clause, Dialect
 from citewell.store.encoding import pack_boxes, pack_confidences
+from citewell.store.objects import FolderObjects
 from citewell.store.postgres_schema import migrate, schema_lock
 from citewell.store.postgres_search import ChunkTerms, Search, chunk_terms, count_terms
 from citewell.store.sql import SqlStore
@@ -93,7 +94,8 @@ class _PostgresDialect(Dialect):
 
 
 class PostgresStore(SqlStore[Connection]):
-    """A Store in a PostgreSQL database (with pgvector), originals in ``folder/blobs``.
+    """A Store in a PostgreSQL database (with pgvector), originals in ``blobs`` (by default
+    ``folder/blobs``).
 
     ``connections``: most connections this process opens; ``ef_search``: HNSW's candidate list,
     the recall of dense search against its speed; ``exact_below``: scopes of fewer chunks are
@@ -115,6 +117,7 @@ class PostgresStore(SqlStore[Connection]):
         exact_below: int = 2000,
         trace_retention_days: int = 30,
         answer_retention_days: int = 30,
+        blobs: BlobStore | None = None,
     ) -> None:
         if min(trace_retention_days, answer_retention_days) < 0:
             raise ValueError("retention days must be >= 0")
@@ -122,7 +125,7 @@ class PostgresStore(SqlStore[Connection]):
         self.dim = dim
         self.trace_retention_days = trace_retention_days
         self.answer_retention_days = answer_retention_days
-        self.blobs = BlobStore(folder / "blobs")
+        self.blobs = blobs or BlobStore(FolderObjects(folder / "blobs"))
         self.blobs.sweep_temporary()
         self._ef_search = ef_search
         self._exact_below = exact_below

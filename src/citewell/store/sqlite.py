@@ -49,6 +49,7 @@ from citewell.store.encoding import pack_boxes, pack_confidences
 from citewell.store.filters import SqlParam, compile_filter
 from citewell.store.fusion import fuse
 from citewell.store.lexical import LexicalDoc, LexicalIndex
+from citewell.store.objects import FolderObjects
 from citewell.store.schema import migrate
 from citewell.store.sql import SqlStore
 from citewell.store.vectors import VectorIndex
@@ -130,7 +131,8 @@ class _SQLiteDialect(Dialect):
 
 
 class SQLiteStore(SqlStore[sqlite3.Connection]):
-    """A Store in one folder: ``citewell.db``, ``lexical/`` and ``blobs/``.
+    """A Store in one folder: ``citewell.db``, ``lexical/`` and (unless ``blobs`` is given)
+    ``blobs/``.
 
     Several processes may open the same folder (``citewell serve`` and ``citewell ingest`` at
     once): writes serialise on SQLite's lock and the lexical index's lock file, and every search
@@ -150,6 +152,7 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
         ann_threshold: int = 50_000,
         trace_retention_days: int = 30,
         answer_retention_days: int = 30,
+        blobs: BlobStore | None = None,
     ) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         self.folder = folder
@@ -168,7 +171,7 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
             migrate(self._conn())
         self._purge_traces()
         self._purge_answers()
-        self.blobs = BlobStore(folder / "blobs")
+        self.blobs = blobs or BlobStore(FolderObjects(folder / "blobs"))
         self.lexical = LexicalIndex(folder / "lexical", threads=threads)
         self._ann_threshold = ann_threshold
         self._threads = threads
