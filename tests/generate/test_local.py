@@ -21,9 +21,10 @@ from pydantic import ValidationError
 from citewell.config import GenerateSettings, LocalSettings, Settings
 from citewell.errors import GeneratorBusy, GeneratorUnavailable
 from citewell.generate import GENERATORS
-from citewell.generate.base import Declined, Draft, Evidence, Queued, TextPiece
+from citewell.generate.base import Declined, Draft, Evidence, Queued, TextPiece, Turn
 from citewell.generate.grammar import citation_grammar
-from citewell.generate.local import LocalGenerator, LocalModel, local_model
+from citewell.generate.local import LocalGenerator, LocalModel, chat_messages, local_model
+from citewell.generate.prompt import chat_prompt
 from citewell.model import Agent
 from tests.generate.samples import REFUNDS, SHIPPING, evidence, shop_evidence
 
@@ -115,6 +116,18 @@ def test_a_file_that_is_not_gguf_is_refused_before_llama_cpp_reads_it(tmp_path: 
     path.write_bytes(b"<html>a download page, not a model</html>")
     with pytest.raises(GeneratorUnavailable, match="is not a GGUF file"):
         drafts(generator(path), shop_evidence())
+
+
+def test_the_model_reads_the_prompt_remote_chat_models_read() -> None:
+    request = shop_evidence(history=(Turn("user", "Hi"), Turn("assistant", "Hello [1].")))
+    prompt = chat_prompt(request)
+    assert chat_messages(request) == [
+        {"role": "system", "content": prompt.system},
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello [1]."},
+        {"role": "user", "content": prompt.turns[-1].text},
+    ]
+    assert "[4] Orders ship from our warehouse in Leeds" in prompt.turns[-1].text
 
 
 def test_no_evidence_declines_without_reading_the_model() -> None:

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
         CreateChatCompletionStreamResponse,
     )
 
-__all__ = ["LocalGenerator", "LocalModel", "local_model"]
+__all__ = ["LocalGenerator", "LocalModel", "chat_messages", "local_model"]
 
 GGUF_MAGIC = b"GGUF"
 """The first bytes of every GGUF file."""
@@ -95,18 +95,14 @@ class LocalModel:
             chunks = await anyio.to_thread.run_sync(
                 lambda: _stream(llama, messages, grammar, max_tokens)
             )
-            finished = False
             try:
                 while (chunk := await anyio.to_thread.run_sync(next, chunks, None)) is not None:
                     for choice in chunk["choices"]:
                         text = choice["delta"].get("content")
                         if isinstance(text, str) and text:
                             yield text
-                        finished = finished or choice["finish_reason"] is not None
             finally:
                 chunks.close()
-            if not finished:
-                raise GeneratorError("The local model stopped before it finished the answer.")
 
     def close(self) -> None:
         """Free the model's memory; it loads again on the next answer."""
@@ -208,7 +204,7 @@ class LocalGenerator:
         numbers = [s.number for _, sentences in groups for s in sentences]
         gate = ReplyGate[TextPiece]()
         reply = self.model.complete(
-            _messages(evidence), citation_grammar(numbers), self.settings.max_tokens
+            chat_messages(evidence), citation_grammar(numbers), self.settings.max_tokens
         )
         try:
             async for text in reply:
@@ -224,7 +220,8 @@ class LocalGenerator:
             yield Declined()
 
 
-def _messages(evidence: Evidence) -> list[ChatCompletionRequestMessage]:
+def chat_messages(evidence: Evidence) -> list[ChatCompletionRequestMessage]:
+    """``prompt.chat_prompt`` as llama-cpp-python's chat messages (the OpenAI shape)."""
     prompt = chat_prompt(evidence)
     messages: list[ChatCompletionRequestMessage] = [{"role": "system", "content": prompt.system}]
     for turn in prompt.turns:
