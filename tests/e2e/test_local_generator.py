@@ -13,7 +13,7 @@ import openai
 import pytest
 
 from citewell.evaluate.runner import serving
-from tests.generate.test_local import local_missing, smollm2
+from tests.generate.local_model import local_missing, smollm2
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.local_model]
 
