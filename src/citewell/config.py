@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, FilePath, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "IngestSettings",
     "JobSettings",
     "LinkSettings",
+    "LocalSettings",
     "MIN_LINK_SECRET",
     "OcrSettings",
     "OpenAICompatibleSettings",
@@ -156,9 +157,38 @@ class AnthropicSettings(_Group):
     )
 
 
+class LocalSettings(_Group):
+    model_path: FilePath | None = Field(
+        default=None,
+        description="GGUF model file the `local` generator runs in this process (llama.cpp, "
+        "`pip install 'citewell[local]'`); it must exist when the settings are read. Unset: "
+        "agents using the `local` generator fail with a message naming this variable.",
+    )
+    threads: int = Field(
+        default_factory=default_threads,
+        ge=1,
+        description="CPU threads the local model computes with, for the prompt and for each "
+        "new token.",
+    )
+    context: int = Field(
+        default=4096,
+        ge=512,
+        le=131_072,
+        description="Context window of the local model, in tokens: the prompt (evidence and "
+        "conversation) and the answer together. Memory grows with it.",
+    )
+    queue: int = Field(
+        default=4,
+        ge=0,
+        description="Answers that may wait for the local model while it writes another (it "
+        "writes one at a time); a request beyond them is refused with HTTP 429.",
+    )
+
+
 class GenerateSettings(_Group):
     openai: OpenAICompatibleSettings = Field(default_factory=OpenAICompatibleSettings)
     anthropic: AnthropicSettings = Field(default_factory=AnthropicSettings)
+    local: LocalSettings = Field(default_factory=LocalSettings)
     timeout: float = Field(
         default=60.0,
         gt=0,
@@ -176,7 +206,9 @@ class GenerateSettings(_Group):
         "(connection errors, 408, 409, 429, 5xx), with the SDK's backoff.",
     )
     max_tokens: int = Field(
-        default=1024, ge=16, description="Longest answer a remote model may write, in tokens."
+        default=1024,
+        ge=16,
+        description="Longest answer a model (remote or local) may write, in tokens.",
     )
 
 
