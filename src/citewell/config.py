@@ -14,16 +14,18 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, FilePath, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = [
     "AnthropicSettings",
+    "BlobSettings",
     "CiteSettings",
     "GenerateSettings",
     "IngestSettings",
     "JobSettings",
     "LinkSettings",
+    "LocalSettings",
     "MIN_LINK_SECRET",
     "OcrSettings",
     "OpenAICompatibleSettings",
@@ -155,9 +157,38 @@ class AnthropicSettings(_Group):
     )
 
 
+class LocalSettings(_Group):
+    model_path: FilePath | None = Field(
+        default=None,
+        description="GGUF model file the `local` generator runs in this process (llama.cpp, "
+        "`pip install 'citewell[local]'`); it must exist when the settings are read. Unset: "
+        "agents using the `local` generator fail with a message naming this variable.",
+    )
+    threads: int = Field(
+        default_factory=default_threads,
+        ge=1,
+        description="CPU threads the local model computes with, for the prompt and for each "
+        "new token.",
+    )
+    context: int = Field(
+        default=4096,
+        ge=512,
+        le=131_072,
+        description="Context window of the local model, in tokens: the prompt (evidence and "
+        "conversation) and the answer together. Memory grows with it.",
+    )
+    queue: int = Field(
+        default=4,
+        ge=0,
+        description="Answers that may wait for the local model while it writes another (it "
+        "writes one at a time); a request beyond them is refused with HTTP 429.",
+    )
+
+
 class GenerateSettings(_Group):
     openai: OpenAICompatibleSettings = Field(default_factory=OpenAICompatibleSettings)
     anthropic: AnthropicSettings = Field(default_factory=AnthropicSettings)
+    local: LocalSettings = Field(default_factory=LocalSettings)
     timeout: float = Field(
         default=60.0,
         gt=0,
@@ -175,7 +206,9 @@ class GenerateSettings(_Group):
         "(connection errors, 408, 409, 429, 5xx), with the SDK's backoff.",
     )
     max_tokens: int = Field(
-        default=1024, ge=16, description="Longest answer a remote model may write, in tokens."
+        default=1024,
+        ge=16,
+        description="Longest answer a model (remote or local) may write, in tokens.",
     )
 
 
@@ -242,6 +275,48 @@ class PostgresSettings(_Group):
         "HNSW index: parallel workers beside the building connection (each also limited by "
         "the server's `max_parallel_workers`).",
     )
+
+
+class BlobSettings(_Group):
+    url: str | None = Field(
+        default=None,
+        pattern=r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^/]+)*/?$",
+        description="S3-compatible bucket to keep original files and the Files APIs' uploads "
+        "in, as `s3://bucket/prefix` (the prefix is optional): servers sharing one database "
+        "then need no shared data folder. Needs the `s3` extra. Unset: `blobs/` and `files/` "
+        "of `data_dir`.",
+    )
+    endpoint_url: str | None = Field(
+        default=None,
+        pattern=r"^https?://",
+        description="URL of an S3-compatible server (MinIO, Ceph, R2, …). Unset: AWS S3.",
+    )
+    region: str | None = Field(
+        default=None,
+        description="Region of the bucket. Unset: `AWS_REGION`/`AWS_DEFAULT_REGION` or "
+        "`~/.aws/config`.",
+    )
+    access_key_id: SecretStr | None = Field(
+        default=None,
+        description="Access key of the bucket. Unset: boto3's usual chain "
+        "(`AWS_ACCESS_KEY_ID`, `~/.aws/credentials`, an instance or task role).",
+    )
+    secret_access_key: SecretStr | None = Field(
+        default=None,
+        description="Secret of `access_key_id`; set both or neither.",
+    )
+    addressing_style: Literal["auto", "path", "virtual"] = Field(
+        default="auto",
+        description="How the bucket is named in requests: `path` (`endpoint/bucket/key`, what "
+        "most self-hosted S3-compatible servers want) or `virtual` (`bucket.endpoint/key`); "
+        "`auto` lets boto3 choose.",
+    )
+
+    @model_validator(mode="after")
+    def _both_keys_or_neither(self) -> BlobSettings:
+        if (self.access_key_id is None) != (self.secret_access_key is None):
+            raise ValueError("set both blobs.access_key_id and blobs.secret_access_key, or neither")
+        return self
 
 
 MIN_LINK_SECRET = 32
@@ -345,7 +420,8 @@ class Settings(BaseSettings):
 
     data_dir: Path = Field(
         default_factory=default_data_dir,
-        description="Folder holding the database, indexes and original files.",
+        description="Folder holding the database, indexes and (unless `blobs.url` is set) "
+        "original files.",
     )
     evaldata_dir: Path = Field(
         default=Path("../shared/evaldata"),
@@ -355,8 +431,8 @@ class Settings(BaseSettings):
         default=None,
         description="PostgreSQL (with pgvector) to keep the library in, as "
         "`postgresql://user:password@host:port/database`; several citewell processes may share "
-        "it. Original files stay under `data_dir` (share that folder too). Unset: the embedded "
-        "store in `data_dir`.",
+        "it. Original files stay under `data_dir` (share that folder too) unless `blobs.url` "
+        "names an S3 bucket. Unset: the embedded store in `data_dir`.",
     )
     admin_key: SecretStr | None = Field(
         default=None,
@@ -374,6 +450,7 @@ class Settings(BaseSettings):
     ocr: OcrSettings = Field(default_factory=OcrSettings)
     jobs: JobSettings = Field(default_factory=JobSettings)
     postgres: PostgresSettings = Field(default_factory=PostgresSettings)
+    blobs: BlobSettings = Field(default_factory=BlobSettings)
 
     def fingerprint(self) -> str:
         """A short hash of the settings that change what is indexed or how answers are made."""

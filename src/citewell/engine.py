@@ -15,6 +15,7 @@ import re
 import secrets
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -32,6 +33,7 @@ from citewell.generate.base import (
     Draft,
     Evidence,
     Generator,
+    Queued,
     TextPiece,
     Turn,
 )
@@ -207,6 +209,13 @@ class Engine:
             raise InvalidRequest(
                 f"agent {agent.name!r} names no known generator {agent.generator!r}"
             )
+        with generator.place() if isinstance(generator, Queued) else nullcontext():
+            async for event in self._answer(question, generator, agent, principal):
+                yield event
+
+    async def _answer(
+        self, question: Question, generator: Generator, agent: Agent, principal: Principal
+    ) -> AsyncIterator[AnswerEvent]:
         started = time.perf_counter()
         passages = await self._evidence_passages(question, agent, principal)
         if agent.redact:

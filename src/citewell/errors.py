@@ -14,7 +14,8 @@
     ├── StoreError             the store failed; retrying later may help
     └── GeneratorError         the generator's backend failed
         ├── GeneratorUnavailable   ... it cannot be reached or refused the request
-        └── GeneratorTimeout       ... it did not answer in time
+        ├── GeneratorTimeout       ... it did not answer in time
+        └── GeneratorBusy          ... it has no room for another answer now: retry later
 
 Exceptions carry the ids they concern as attributes. Programmer errors stay ``ValueError``,
 ``TypeError`` or ``RuntimeError``.
@@ -27,6 +28,7 @@ __all__ = [
     "ConfigError",
     "Conflict",
     "FileTooLarge",
+    "GeneratorBusy",
     "GeneratorError",
     "GeneratorTimeout",
     "GeneratorUnavailable",
@@ -112,3 +114,9 @@ class GeneratorUnavailable(GeneratorError):
 
 class GeneratorTimeout(GeneratorError):
     """The generator's backend did not answer in time."""
+
+
+class GeneratorBusy(GeneratorError):
+    """The generator's backend is serving all the answers it can hold; a later retry may pass.
+
+    Raised before anything of the answer is sent, so the caller gets an HTTP 429."""

@@ -281,7 +281,7 @@ def test_deleting_a_source_deletes_every_trace_of_its_text(
     with zipfile.ZipFile(io.BytesIO(export(client))) as archive:
         assert f"originals/{newest['content_hash']}" not in archive.namelist()
     library = client.app.state.library  # type: ignore[attr-defined]
-    assert not library.store.blobs.path(newest["content_hash"]).exists()
+    assert not library.store.blobs.exists(newest["content_hash"])
     traces = [t.trace.model_dump_json() for t in library.store.list_traces()]
     assert len(traces) == 3
     assert not any("fourteen" in trace for trace in traces)
@@ -469,7 +469,7 @@ def test_a_file_that_fails_mid_import_leaves_no_bucket_behind(
     assert error["message"].startswith("broken.pdf ")
     assert client.get("/v1/buckets").json() == before
     library = client.app.state.library  # type: ignore[attr-defined]
-    assert not library.store.blobs.path(digest).exists()
+    assert not library.store.blobs.exists(digest)
 
 
 def test_an_archive_unpacking_past_the_limit_is_refused_unread(settings: Settings) -> None:

@@ -11,13 +11,15 @@ import pytest
 from click.testing import CliRunner
 
 from citewell.cli import main
+from citewell.config import BlobSettings
 from citewell.errors import Conflict, NotFound
 from citewell.ingest.jobs import IngestJob
 from citewell.model import Agent, ApiKey, Modality, Page, Permission, Principal, Span, Trace
 from citewell.store.base import Fusion, Scope, Store, StoredAnswer, StoredTrace
-from citewell.store.blobs import content_hash
+from citewell.store.blobs import BlobStore, content_hash
 from citewell.store.migrate import copy_embedded
 from citewell.store.postgres import PostgresStore
+from citewell.store.s3 import S3Objects
 from citewell.store.sqlite import SQLiteStore
 from tests.contracts.store import DIM, EMBEDDER, draft, vector_for
 from tests.store.test_forgetting import add, answer
@@ -169,6 +171,29 @@ def test_a_copy_answers_every_question_as_the_embedded_store_does(
         assert everything(target) == expected
         with pytest.raises(Conflict):  # a second copy into the same database
             copy_embedded(tmp_path, target)
+    finally:
+        target.close()
+
+
+def test_a_copy_into_a_store_whose_originals_are_in_a_bucket_puts_them_there(
+    tmp_path: Path, database_url: str, s3_blobs: BlobSettings
+) -> None:
+    embedded_library(tmp_path)
+    blobs = BlobStore(S3Objects(s3_blobs, "blobs"))
+    target = PostgresStore(
+        database_url, tmp_path / "unused", embedder=EMBEDDER, dim=DIM, blobs=blobs
+    )
+    try:
+        copy_embedded(tmp_path, target)
+        embedded = SQLiteStore(tmp_path, embedder=EMBEDDER, dim=DIM)
+        try:
+            embedded.release_jobs(owner="a server")
+            expected = everything(embedded)  # every source's original among them
+        finally:
+            embedded.close()
+        assert everything(target) == expected
+        assert target.job_content("src_scan") == b"%PDF- a scan being read"
+        assert not blobs.exists(content_hash(b"x"))  # the ended job's is not copied
     finally:
         target.close()
 

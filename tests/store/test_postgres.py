@@ -264,7 +264,7 @@ def test_a_failed_write_leaves_nothing_behind(
     assert store.list_sources(bucket, include_superseded=True) == [kept]
     assert store.get_source(kept.id).superseded_by is None
     assert _bm25_statistics(database_url) == before
-    assert not store.blobs.path(failed.content_hash).exists()
+    assert not store.blobs.exists(failed.content_hash)
     with psycopg.connect(database_url) as conn:
         assert conn.execute("SELECT count(*) FROM chunks").fetchone() == (1,)
         assert conn.execute("SELECT count(*) FROM vectors").fetchone() == (1,)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from citewell.model import Span, Trace, Verdict
 from citewell.store.base import StoredTrace
 from tests.store.conftest import Backend
@@ -84,6 +86,29 @@ def test_a_retention_of_zero_keeps_no_trace(backend: Backend) -> None:
         assert store.list_traces() == []
         store.put_trace(stored("ans_2", timedelta(0)))
         assert store.list_traces() == []
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("retention_days", [30, 0])
+def test_a_trace_without_a_timezone_is_refused(backend: Backend, retention_days: int) -> None:
+    store = backend.open(trace_retention_days=retention_days)
+    try:
+        naive = StoredTrace("ans_1", "citewell-agent", datetime(2026, 1, 1, 12), TRACE)
+        with pytest.raises(ValueError, match="a trace's time must be timezone-aware"):
+            store.put_trace(naive)
+        assert store.list_traces() == []
+    finally:
+        store.close()
+
+
+def test_a_trace_written_again_replaces_the_first(backend: Backend) -> None:
+    store = backend.open()
+    try:
+        store.put_trace(stored("ans_1", timedelta(hours=1)))
+        again = StoredTrace("ans_1", "other-agent", datetime.now(UTC), TRACE)
+        store.put_trace(again)
+        assert store.list_traces() == [again]
     finally:
         store.close()
 

@@ -45,6 +45,7 @@ from citewell.library import Library
 from citewell.links import LinkSigner
 from citewell.model import Agent
 from citewell.store.files import FileStore
+from citewell.store.objects import open_objects
 
 __all__ = ["create_app", "serve_app"]
 
@@ -73,7 +74,7 @@ def create_app(
     def open_engine(app: FastAPI, opened: Library) -> None:
         app.state.library = opened
         app.state.engine = Engine.open(opened, agents, keep_traces=True)
-        app.state.files = FileStore(opened.settings.data_dir / "files")
+        app.state.files = FileStore(open_objects(opened.settings, "files"))
         app.state.keys = KeyRing(opened.store, admin_key=settings.admin_key)
         app.state.links = LinkSigner.open(opened.settings.links, opened.settings.data_dir)
         app.state.started_at = int(time.time())

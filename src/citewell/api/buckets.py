@@ -146,7 +146,9 @@ def export_bucket(bucket: str, library: LibraryDep, principal: Exporting) -> Str
     """The bucket as a zip of its originals and a manifest, which ``import_bucket`` reads."""
     found = library.get_bucket(bucket, principal=principal)
     # On disk, not in memory: a bucket's originals may be far larger than the server's memory.
-    # Closed (and so removed) by _send once sent.
+    # Closed (and so removed) by _send once sent. The data folder is made here if need be: with
+    # PostgreSQL and an S3 bucket, nothing else may have written there.
+    library.settings.data_dir.mkdir(parents=True, exist_ok=True)
     spool = tempfile.TemporaryFile(dir=library.settings.data_dir)
     try:
         library.export_bucket(found.id, spool, principal=principal)

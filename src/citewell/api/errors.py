@@ -6,7 +6,8 @@ OpenAI's, everywhere but on Anthropic's routes:
                "code": "invalid_value"}}
 
 ``type`` is ``invalid_request_error`` for everything the caller or the input can fix (4xx) and
-``server_error`` for the rest (5xx), so the OpenAI SDKs raise their usual exception classes.
+``server_error`` for the rest (5xx), so the OpenAI SDKs raise their usual exception classes; a
+generator with no room for another answer is OpenAI's 429 (``requests``, ``rate_limit_exceeded``).
 
 Anthropic's on ``/v1/messages`` (and on ``/v1/files`` when the request carries an
 ``anthropic-version`` header), with a ``request-id`` header:
@@ -35,6 +36,7 @@ from citewell.errors import (
     ConfigError,
     Conflict,
     FileTooLarge,
+    GeneratorBusy,
     GeneratorError,
     GeneratorTimeout,
     GeneratorUnavailable,
@@ -78,6 +80,7 @@ ERROR_STATUS: dict[type[CitewellError], tuple[int, str, str | None]] = {
     GeneratorError: (502, SERVER, "generator_failed"),
     GeneratorUnavailable: (502, SERVER, "generator_unavailable"),
     GeneratorTimeout: (504, SERVER, "generator_timeout"),
+    GeneratorBusy: (429, "requests", "rate_limit_exceeded"),
     ConfigError: (500, SERVER, None),
     CitewellError: (500, SERVER, None),
 }
@@ -191,6 +194,10 @@ def _citewell_error(request: Request, exc: Exception) -> JSONResponse:
     status, type_, code = next(
         ERROR_STATUS[cls] for cls in type(exc).__mro__ if cls in ERROR_STATUS
     )
+    if isinstance(exc, GeneratorBusy):
+        # Nothing was tried: the SDKs' retry with backoff is what the caller should do.
+        logger.warning("%s %s: %s", request.method, request.url.path, exc.message)
+        return _respond(request, status, exc.message, type_=type_, code=code)
     if isinstance(exc, GeneratorError):
         # The generator already retried as its settings say: the SDKs must not retry again.
         logger.warning("%s %s: generator failed: %s", request.method, request.url.path, exc.message)

@@ -75,7 +75,8 @@ def serving(
             lines.put(line)
         lines.put(None)
 
-    threading.Thread(target=read, daemon=True).start()
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     try:
         seen: list[str] = []
         deadline = time.monotonic() + timeout
@@ -100,6 +101,9 @@ def serving(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        reader.join(timeout=10)  # it reads to the end of the pipe, which the exit closed
+        if process.stdout is not None:
+            process.stdout.close()
 
 
 def ingest(

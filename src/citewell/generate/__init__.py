@@ -3,9 +3,10 @@
     generators = open_generators(settings)
     generators["extractive"].generate(evidence, agent=agent)
 
-Opening a generator connects to nothing and checks nothing: a remote generator reads its
-settings on each answer, so an unconfigured one fails only the agents that use it, with a
-``GeneratorUnavailable`` naming the missing setting.
+Opening a generator connects to nothing, loads nothing and checks nothing: a remote generator
+reads its settings on each answer, and the local one loads its model on its first answer, so an
+unconfigured one fails only the agents that use it, with a ``GeneratorUnavailable`` naming the
+missing setting.
 """
 
 from __future__ import annotations
@@ -31,10 +32,17 @@ def _anthropic(settings: Settings) -> Generator:
     return AnthropicGenerator(settings.generate)
 
 
+def _local(settings: Settings) -> Generator:
+    from citewell.generate.local import LocalGenerator
+
+    return LocalGenerator(settings.generate)
+
+
 GENERATORS: dict[str, Callable[[Settings], Generator]] = {
     ExtractiveGenerator.name: lambda settings: ExtractiveGenerator(),
     "openai-compatible": _openai_compatible,
     "anthropic": _anthropic,
+    "local": _local,
 }
 """Name (``Agent.generator``) → factory. Remote generators connect on first use, not here."""
 

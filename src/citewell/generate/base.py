@@ -11,13 +11,18 @@ answer from them and says which evidence sentences each part rests on, in one of
 A generator that finds nothing in the evidence to answer with yields ``Declined``. Generators
 never see the store, never compute offsets and never decide what is shown: attribution and
 verification belong to the engine.
+
+A generator whose backend writes a bounded number of answers at once (a model in this process)
+is also ``Queued``: the engine takes a place for the answer before anything of it is sent, so a
+full queue is an ordinary HTTP error (429) rather than a stream that fails after its start.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from citewell.model import Agent, Passage, Span
 
@@ -28,6 +33,7 @@ __all__ = [
     "Evidence",
     "EvidenceSentence",
     "Generator",
+    "Queued",
     "TextPiece",
     "Turn",
 ]
@@ -96,3 +102,14 @@ class Generator(Protocol):
     name: str
 
     def generate(self, evidence: Evidence, *, agent: Agent) -> AsyncIterator[Draft]: ...
+
+
+@runtime_checkable
+class Queued(Protocol):
+    """A generator that holds a bounded number of answers, written or waiting, at once."""
+
+    def place(self) -> AbstractContextManager[None]:
+        """A place for one answer, held until exit; ``GeneratorBusy`` at once when none is free.
+
+        Taking a place never waits: waiting for the backend happens in ``generate``."""
+        ...

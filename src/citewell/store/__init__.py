@@ -1,5 +1,6 @@
 """Stores of buckets and sources. ``open_store`` picks the backend from the settings: PostgreSQL
-when ``database_url`` is set, else the embedded store in the data folder."""
+when ``database_url`` is set, else the embedded store in the data folder; and either keeps its
+originals where ``blobs.url`` says (``citewell.store.objects``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from collections.abc import Callable
 from citewell.config import Settings
 from citewell.errors import ConfigError
 from citewell.store.base import Store
+from citewell.store.blobs import BlobStore
+from citewell.store.objects import open_objects
 from citewell.store.sqlite import SQLiteStore
 
 __all__ = ["Store", "open_store"]
@@ -22,6 +25,7 @@ def _sqlite(settings: Settings, embedder: str, dim: int) -> Store:
         ann_threshold=settings.retrieve.ann_threshold,
         trace_retention_days=settings.privacy.trace_retention_days,
         answer_retention_days=settings.privacy.answer_retention_days,
+        blobs=BlobStore(open_objects(settings, "blobs")),
     )
 
 
@@ -46,6 +50,7 @@ def _postgres(settings: Settings, embedder: str, dim: int) -> Store:
         index_workers=settings.postgres.index_workers,
         trace_retention_days=settings.privacy.trace_retention_days,
         answer_retention_days=settings.privacy.answer_retention_days,
+        blobs=BlobStore(open_objects(settings, "blobs")),
     )
 
 

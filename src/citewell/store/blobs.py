@@ -1,17 +1,16 @@
-"""Original files, kept once each in a folder named by their SHA-256.
+"""Original files, kept once each under their SHA-256, in the blob store's ``ObjectStore``
+(a folder of the data folder, or an S3 bucket: ``citewell.store.objects``).
 
-A blob is written to a temporary file, flushed to disk and renamed into place, so a reader never
-sees half a file. Blobs are shared: the same bytes ingested into two buckets are kept once.
+Blobs are shared: the same bytes ingested into two buckets, or as two sources, are kept once,
+and a store deletes a blob only when no source (nor background ingest) holds it any more.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
-from pathlib import Path
 
 from citewell.errors import NotFound
+from citewell.store.objects import ObjectStore
 
 __all__ = ["BlobStore", "content_hash"]
 
@@ -22,42 +21,33 @@ def content_hash(data: bytes) -> str:
 
 
 class BlobStore:
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        root.mkdir(parents=True, exist_ok=True)
-
-    def path(self, digest: str) -> Path:
-        if len(digest) != 64 or not all(c in "0123456789abcdef" for c in digest):
-            raise ValueError(f"not a SHA-256 digest: {digest!r}")
-        return self.root / digest[:2] / digest
+    def __init__(self, objects: ObjectStore) -> None:
+        self.objects = objects
 
     def put(self, data: bytes, digest: str) -> None:
         """Store ``data`` under ``digest`` (its SHA-256), unless it is already there."""
-        target = self.path(digest)
-        if target.exists():
-            return
-        target.parent.mkdir(exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        if not self.exists(digest):
+            self.objects.put(_name(digest), data)
 
     def get(self, digest: str) -> bytes:
         try:
-            return self.path(digest).read_bytes()
+            return self.objects.get(_name(digest))
         except FileNotFoundError:
             raise NotFound(f"original file {digest} is missing from the blob store") from None
 
+    def exists(self, digest: str) -> bool:
+        return self.objects.exists(_name(digest))
+
     def delete(self, digest: str) -> None:
-        self.path(digest).unlink(missing_ok=True)
+        self.objects.delete(_name(digest))
 
     def sweep_temporary(self) -> None:
-        """Remove temporary files left by a writer that died mid-write."""
-        for tmp in self.root.glob("*/.tmp-*"):
-            tmp.unlink(missing_ok=True)
+        """Remove what writers that died mid-write left behind."""
+        self.objects.sweep_temporary()
+
+
+def _name(digest: str) -> str:
+    """``ab/abcd…``: a folder per first byte keeps folders small."""
+    if len(digest) != 64 or not all(c in "0123456789abcdef" for c in digest):
+        raise ValueError(f"not a SHA-256 digest: {digest!r}")
+    return f"{digest[:2]}/{digest}"

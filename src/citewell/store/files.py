@@ -3,13 +3,14 @@
 Uploaded files (OpenAI's and Anthropic's Files APIs: one store, so a file uploaded in one
 dialect is the same file in the other). Uploading one parses nothing: a request that names it as
 a document reads it then, and attaching it to a vector store ingests its bytes as a source of
-that bucket (the source keeps its own copy). Each file is two entries in a folder per tenant:
-``<id>.json`` (its metadata) and ``<id>.bin`` (its bytes).
+that bucket (the source keeps its own copy). Each file is two objects under a folder per
+tenant: ``<id>.json`` (its metadata) and ``<id>.bin`` (its bytes).
 
 And what a vector store has that its bucket lacks, its metadata: one
 ``vector_stores/<bucket id>.json`` per bucket that has any.
 
-Every entry is written to a temporary file and renamed into place.
+The objects are in the ``files`` area of the configured ``ObjectStore`` (``files/`` of the data
+folder, or the S3 bucket: ``citewell.store.objects``), each written whole.
 """
 
 from __future__ import annotations
@@ -17,18 +18,17 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import os
 import re
 import secrets
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 from citewell.errors import NotFound
+from citewell.store.objects import ObjectStore
 
 __all__ = ["DEFAULT_PURPOSE", "FileStore", "StoredFile"]
 
 _ID = re.compile(r"file_[0-9A-Za-z]{24}")
+_FILE_METADATA = re.compile(rf"({_ID.pattern})\.json")
 _BUCKET_ID = re.compile(r"bkt_[0-9A-Za-z]{1,64}")
 DEFAULT_PURPOSE = "user_data"
 """OpenAI's purpose of a file read by any request; Anthropic's uploads (which name none) get it."""
@@ -48,8 +48,8 @@ class StoredFile:
 
 
 class FileStore:
-    def __init__(self, root: Path) -> None:
-        self.root = root
+    def __init__(self, objects: ObjectStore) -> None:
+        self.objects = objects
 
     def put(
         self,
@@ -68,9 +68,7 @@ class FileStore:
             created_at=dt.datetime.now(dt.UTC).replace(microsecond=0),
             purpose=purpose,
         )
-        folder = self._folder(tenant_id)
-        folder.mkdir(parents=True, exist_ok=True)
-        _write(folder / f"{stored.id}.bin", data)
+        self.objects.put(self._name(stored.id, tenant_id, ".bin"), data)
         metadata = {
             "filename": stored.filename,
             "mime_type": stored.mime_type,
@@ -78,14 +76,13 @@ class FileStore:
             "created_at": stored.created_at.isoformat(),
             "purpose": stored.purpose,
         }
-        _write(folder / f"{stored.id}.json", json.dumps(metadata).encode())
+        self.objects.put(self._name(stored.id, tenant_id, ".json"), json.dumps(metadata).encode())
         return stored
 
     def get(self, file_id: str, *, tenant_id: str) -> StoredFile:
         """Raises ``NotFound`` for an unknown id (or another tenant's)."""
-        path = self._path(file_id, tenant_id, ".json")
         try:
-            metadata = json.loads(path.read_text())
+            metadata = json.loads(self.objects.get(self._name(file_id, tenant_id, ".json")))
         except FileNotFoundError:
             raise _not_found(file_id) from None
         return StoredFile(
@@ -100,34 +97,34 @@ class FileStore:
 
     def content(self, file_id: str, *, tenant_id: str) -> bytes:
         try:
-            return self._path(file_id, tenant_id, ".bin").read_bytes()
+            return self.objects.get(self._name(file_id, tenant_id, ".bin"))
         except FileNotFoundError:
             raise _not_found(file_id) from None
 
     def list(self, *, tenant_id: str) -> list[StoredFile]:
         """The tenant's files, newest first."""
         folder = self._folder(tenant_id)
-        if not folder.is_dir():
-            return []
         files = []
-        for path in folder.glob("file_*.json"):
+        for name in self.objects.names(folder):
+            if not (found := _FILE_METADATA.fullmatch(name.removeprefix(f"{folder}/"))):
+                continue  # its bytes, or a vector store's metadata
             try:
-                files.append(self.get(path.stem, tenant_id=tenant_id))
+                files.append(self.get(found[1], tenant_id=tenant_id))
             except NotFound:
                 continue  # deleted meanwhile
         return sorted(files, key=lambda f: (f.created_at, f.id), reverse=True)
 
     def delete(self, file_id: str, *, tenant_id: str) -> None:
         self.get(file_id, tenant_id=tenant_id)
-        self._path(file_id, tenant_id, ".json").unlink(missing_ok=True)
-        self._path(file_id, tenant_id, ".bin").unlink(missing_ok=True)
+        self.objects.delete(self._name(file_id, tenant_id, ".json"))
+        self.objects.delete(self._name(file_id, tenant_id, ".bin"))
 
     # vector stores ---------------------------------------------------------------------------
     def vector_store_metadata(self, bucket_id: str, *, tenant_id: str) -> dict[str, str]:
         """The metadata of a bucket's vector store; empty if it has none."""
         try:
             metadata: dict[str, str] = json.loads(
-                self._vector_store_path(bucket_id, tenant_id).read_text()
+                self.objects.get(self._vector_store_name(bucket_id, tenant_id))
             )
         except FileNotFoundError:
             return {}
@@ -136,38 +133,26 @@ class FileStore:
     def put_vector_store_metadata(
         self, bucket_id: str, metadata: dict[str, str], *, tenant_id: str
     ) -> None:
-        path = self._vector_store_path(bucket_id, tenant_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _write(path, json.dumps(metadata).encode())
+        name = self._vector_store_name(bucket_id, tenant_id)
+        self.objects.put(name, json.dumps(metadata).encode())
 
     def delete_vector_store_metadata(self, bucket_id: str, *, tenant_id: str) -> None:
-        self._vector_store_path(bucket_id, tenant_id).unlink(missing_ok=True)
+        self.objects.delete(self._vector_store_name(bucket_id, tenant_id))
 
-    def _folder(self, tenant_id: str) -> Path:
-        return self.root / hashlib.sha256(tenant_id.encode()).hexdigest()[:32]
+    def _folder(self, tenant_id: str) -> str:
+        return hashlib.sha256(tenant_id.encode()).hexdigest()[:32]
 
-    def _path(self, file_id: str, tenant_id: str, suffix: str) -> Path:
+    def _name(self, file_id: str, tenant_id: str, suffix: str) -> str:
         if not _ID.fullmatch(file_id):
             raise _not_found(file_id)
-        return self._folder(tenant_id) / f"{file_id}{suffix}"
+        return f"{self._folder(tenant_id)}/{file_id}{suffix}"
 
-    def _vector_store_path(self, bucket_id: str, tenant_id: str) -> Path:
-        # Bucket ids come from the store, but they name a file here: never trust a path part.
+    def _vector_store_name(self, bucket_id: str, tenant_id: str) -> str:
+        # Bucket ids come from the store, but they name an object here: never trust a path part.
         if not _BUCKET_ID.fullmatch(bucket_id):
             raise ValueError(f"not a bucket id: {bucket_id[:100]!r}")
-        return self._folder(tenant_id) / "vector_stores" / f"{bucket_id}.json"
+        return f"{self._folder(tenant_id)}/vector_stores/{bucket_id}.json"
 
 
 def _not_found(file_id: str) -> NotFound:
     return NotFound(f"File not found: {file_id[:100]}", param="file_id")
-
-
-def _write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

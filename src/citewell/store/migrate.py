@@ -5,10 +5,11 @@ and conversations keep working: tenants, API keys (their secrets' hashes), agent
 ready sources with their pages, chunks and vectors (of every embedder), stored answers and
 traces; and the background ingests under way, queued, for the first server on PostgreSQL to
 read again (``citewell.ingest.jobs``). Sources still being written are left out, and so are the
-background ingests that ended. Originals stay where they are: the PostgreSQL store keeps them in
-the same ``<data_dir>/blobs``. The copy is one transaction, into a
-database that holds no library yet: it either completes or leaves the database as it was. It is
-a bulk load (``PostgresStore.bulk_load``): the HNSW index is built once, after the copy.
+background ingests that ended. The originals they hold are first put in the PostgreSQL store's
+blob store: nothing to do when that is the same ``<data_dir>/blobs``, a copy into the S3 bucket
+when ``blobs.url`` names one. The rows are then copied in one transaction, into a database that
+holds no library yet: it either completes or leaves the database as it was. It is a bulk load
+(``PostgresStore.bulk_load``): the HNSW index is built once, after the copy.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import numpy as np
 
 from citewell.errors import Conflict, NotFound
 from citewell.store import schema
+from citewell.store.blobs import BlobStore
+from citewell.store.objects import FolderObjects
 from citewell.store.postgres import Connection, PostgresStore
 from citewell.store.postgres_search import chunk_terms
 
@@ -46,14 +49,27 @@ def copy_embedded(folder: Path, target: PostgresStore) -> dict[str, int]:
     source = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
     source.row_factory = sqlite3.Row
     try:
-        # Checked before the bulk load too, which would rebuild a library's HNSW index.
+        # Checked before anything is put or rebuilt (the bulk load rebuilds the HNSW index),
+        # and again in the copy's transaction.
         with target.transaction() as conn:
             _refuse_a_library(conn)
+        _copy_originals(source, BlobStore(FolderObjects(folder / "blobs")), target.blobs)
         with target.bulk_load(), target.transaction() as conn:
             _refuse_a_library(conn)
             return _copy(source, conn)
     finally:
         source.close()
+
+
+def _copy_originals(source: sqlite3.Connection, embedded: BlobStore, target: BlobStore) -> None:
+    """Before any row that refers to them: a committed source always has its original."""
+    query = (
+        "SELECT content_hash FROM sources WHERE status = 'ready' UNION"
+        " SELECT content_hash FROM ingest_jobs WHERE state IN ('queued', 'running')"
+    )
+    for (digest,) in source.execute(query):
+        if not target.exists(digest):  # as when both are the same folder
+            target.put(embedded.get(digest), digest)
 
 
 def _refuse_a_library(conn: Connection) -> None:
@@ -66,7 +82,6 @@ def _refuse_a_library(conn: Connection) -> None:
 
 
 def _copy(source: sqlite3.Connection, conn: Connection) -> dict[str, int]:
-
     def rows(query: str) -> Iterator[sqlite3.Row]:
         return iter(source.execute(query))
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from contextlib import AbstractContextManager, contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, LiteralString
 
@@ -25,22 +25,13 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from citewell.errors import Conflict, NotFound, StoreError
-from citewell.ingest.base import CharBoxes, CharConfidences
-from citewell.ingest.jobs import KEPT_FINISHED, IngestJob, JobState
 from citewell.model import (
-    Agent,
-    Answer,
-    ApiKey,
-    Bucket,
     Chunk,
     Modality,
     Page,
-    Permission,
     ScoreBreakdown,
     Source,
     Span,
-    Tenant,
-    Trace,
 )
 from citewell.store.base import (
     ChunkHit,
@@ -48,50 +39,27 @@ from citewell.store.base import (
     Fusion,
     Scope,
     SourceDraft,
-    StoredAnswer,
-    StoredTrace,
     Vectors,
     chunk_id,
-    job_interrupted,
-    job_under_way,
-    new_id,
     new_source_id,
-    sources_quoted,
 )
 from citewell.store.blobs import BlobStore
-from citewell.store.encoding import pack_boxes, pack_confidences, unpack_boxes, unpack_confidences
+from citewell.store.dialect import Clause, Dialect
+from citewell.store.encoding import pack_boxes, pack_confidences
+from citewell.store.objects import FolderObjects
 from citewell.store.postgres_schema import migrate, schema_lock
 from citewell.store.postgres_search import ChunkTerms, Search, chunk_terms, count_terms
+from citewell.store.sql import SqlStore
 
 __all__ = ["PostgresStore"]
 
 Connection = psycopg.Connection[DictRow]
 
-_SOURCE_COLUMNS = (
-    "s.id, b.id AS bucket_id, s.filename, s.mime_type, s.content_hash, s.byte_size, s.version,"
-    " s.supersedes, s.superseded_by, s.title, s.language, s.modality, s.page_count,"
-    " s.char_count, s.chunk_count, s.effective_date, s.acl, s.metadata, s.created_at"
-)
 _CHUNK_COLUMNS = (
     "c.id, s.id AS source_id, c.idx, c.start_offset, c.end_offset, c.heading_path,"
     " c.page_numbers, c.sentences, c.language,"
     " substr(s.text, c.start_offset + 1, c.end_offset - c.start_offset) AS text"
 )
-_KEY_COLUMNS = "id, tenant_id, name, permissions, bucket_ids, acl_labels, created_at, revoked_at"
-_JOB_COLUMNS = (
-    "id, tenant_id, bucket_id, filename, mime_type, content_hash, byte_size, acl, metadata,"
-    " effective_date, state, attempts, pages_done, pages_total, result_id, error, unreadable,"
-    " created_at"
-)
-_FORGET_OLD_JOBS: LiteralString = (
-    "DELETE FROM ingest_jobs WHERE state IN ('done', 'failed') AND id NOT IN (SELECT id FROM"
-    " ingest_jobs WHERE state IN ('done', 'failed') ORDER BY updated_at DESC LIMIT %s)"
-)
-_HELD: LiteralString = (
-    "SELECT 1 FROM sources WHERE content_hash = %s UNION ALL SELECT 1 FROM ingest_jobs"
-    " WHERE content_hash = %s AND state IN ('queued', 'running') LIMIT 1"
-)
-"""Whether a source, or a job under way, holds an original (which is then kept)."""
 
 
 @contextmanager
@@ -105,8 +73,29 @@ def _store_errors() -> Iterator[None]:
         raise StoreError(f"the PostgreSQL store failed: {exc}") from exc
 
 
-class PostgresStore:
-    """A Store in a PostgreSQL database (with pgvector), originals in ``folder/blobs``.
+class _PostgresDialect(Dialect):
+    """PostgreSQL keeps times as timestamptz, labels as text[], JSON as jsonb; it locks the rows
+    a transaction reads to write, and times leases by its own clock, the one every server
+    shares."""
+
+    mark = "%s"
+    binary = ' COLLATE "C"'
+    locks_rows = True
+    each = "unnest(?::text[]) AS value"
+
+    def json_value(self, value: Any) -> Jsonb:
+        return Jsonb(value)
+
+    def now(self, moment: datetime) -> Clause:
+        return Clause("now()")
+
+    def later(self, moment: datetime, seconds: float) -> Clause:
+        return Clause("now() + make_interval(secs => ?)", (seconds,))
+
+
+class PostgresStore(SqlStore[Connection]):
+    """A Store in a PostgreSQL database (with pgvector), originals in ``blobs`` (by default
+    ``folder/blobs``).
 
     ``connections``: most connections this process opens; ``ef_search``: HNSW's candidate list,
     the recall of dense search against its speed; ``exact_below``: scopes of fewer chunks are
@@ -118,6 +107,9 @@ class PostgresStore:
     search sets what steers it inside its own transaction), so PgBouncer may pool them per
     transaction.
     """
+
+    _dialect = _PostgresDialect()
+    _stored = "true"
 
     def __init__(
         self,
@@ -133,6 +125,7 @@ class PostgresStore:
         index_workers: int = 2,
         trace_retention_days: int = 30,
         answer_retention_days: int = 30,
+        blobs: BlobStore | None = None,
     ) -> None:
         if min(trace_retention_days, answer_retention_days) < 0:
             raise ValueError("retention days must be >= 0")
@@ -140,7 +133,7 @@ class PostgresStore:
         self.dim = dim
         self.trace_retention_days = trace_retention_days
         self.answer_retention_days = answer_retention_days
-        self.blobs = BlobStore(folder / "blobs")
+        self.blobs = blobs or BlobStore(FolderObjects(folder / "blobs"))
         self.blobs.sweep_temporary()
         self._ef_search = ef_search
         self._exact_below = exact_below
@@ -221,6 +214,10 @@ class PostgresStore:
         with _store_errors(), self._pool.connection() as conn, conn.transaction():
             yield conn
 
+    def _write(self) -> AbstractContextManager[Connection]:
+        """``transaction``, as the statements both stores share open one (``store/sql.py``)."""
+        return self.transaction()
+
     def _read(
         self, query: sql.Composed | LiteralString, params: Any = (), *, search: Search | None = None
     ) -> list[DictRow]:
@@ -239,76 +236,7 @@ class PostgresStore:
     def close(self) -> None:
         self._pool.close()
 
-    # buckets ---------------------------------------------------------------------------------
-    def create_bucket(self, slug: str, *, tenant_id: str, name: str | None = None) -> Bucket:
-        with self.transaction() as conn:
-            conn.execute(
-                "INSERT INTO buckets (id, tenant_id, slug, name, created_at)"
-                " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (tenant_id, slug) DO NOTHING",
-                (new_id("bkt"), tenant_id, slug, name or slug, datetime.now(UTC)),
-            )
-        return self.get_bucket(slug, tenant_id=tenant_id)
-
-    def get_bucket(self, id_or_slug: str, *, tenant_id: str) -> Bucket:
-        rows = self._read(
-            "SELECT id, tenant_id, slug, name, created_at FROM buckets"
-            " WHERE tenant_id = %s AND (id = %s OR slug = %s)",
-            (tenant_id, id_or_slug, id_or_slug),
-        )
-        if not rows:
-            raise NotFound(f"no bucket '{id_or_slug}'", param="bucket")
-        return Bucket.model_validate(rows[0])
-
-    def list_buckets(self, *, tenant_id: str) -> list[Bucket]:
-        rows = self._read(
-            "SELECT id, tenant_id, slug, name, created_at FROM buckets WHERE tenant_id = %s"
-            ' ORDER BY slug COLLATE "C"',
-            (tenant_id,),
-        )
-        return [Bucket.model_validate(row) for row in rows]
-
-    def rename_bucket(
-        self, bucket_id: str, *, slug: str | None = None, name: str | None = None
-    ) -> Bucket:
-        with self.transaction() as conn:
-            row = conn.execute(
-                "SELECT tenant_id, slug, name FROM buckets WHERE id = %s FOR UPDATE", (bucket_id,)
-            ).fetchone()
-            if row is None:
-                raise NotFound(f"no bucket '{bucket_id}'", param="bucket")
-            taken = conn.execute(
-                "SELECT 1 FROM buckets WHERE tenant_id = %s AND slug = %s AND id != %s",
-                (row["tenant_id"], slug, bucket_id),
-            ).fetchone()
-            if taken is not None:
-                raise Conflict(f"a bucket with slug '{slug}' already exists", param="slug")
-            conn.execute(
-                "UPDATE buckets SET slug = %s, name = %s WHERE id = %s",
-                (slug or row["slug"], row["name"] if name is None else name, bucket_id),
-            )
-        return self.get_bucket(bucket_id, tenant_id=row["tenant_id"])
-
-    def delete_bucket(self, bucket_id: str) -> None:
-        with self.transaction() as conn:
-            rows = conn.execute(
-                "SELECT s.key, s.content_hash FROM sources s JOIN buckets b ON b.key = s.bucket_key"
-                " WHERE b.id = %s FOR UPDATE OF s",
-                (bucket_id,),
-            ).fetchall()
-            self._forget_sources(conn, [row["key"] for row in rows])
-            if conn.execute("DELETE FROM buckets WHERE id = %s", (bucket_id,)).rowcount == 0:
-                raise NotFound(f"no bucket '{bucket_id}'", param="bucket")
-        self._after_removal({row["content_hash"] for row in rows})
-
     # sources ---------------------------------------------------------------------------------
-    def find_source(self, bucket_id: str, content_hash: str) -> Source | None:
-        rows = self._read(
-            f"SELECT {_SOURCE_COLUMNS} FROM sources s JOIN buckets b ON b.key = s.bucket_key"
-            " WHERE b.id = %s AND s.content_hash = %s",
-            (bucket_id, content_hash),
-        )
-        return _source(rows[0]) if rows else None
-
     def add_source(self, draft: SourceDraft) -> Source:
         if len(draft.vectors) != len(draft.chunks) or len(draft.vector_keys) != len(draft.chunks):
             raise ValueError("one vector and one vector key per chunk are required")
@@ -466,49 +394,9 @@ class PostgresStore:
                 [(embedder, key, rows[key]) for key in sorted(rows)],
             )
 
-    def get_source(self, source_id: str) -> Source:
-        source = self.get_sources([source_id]).get(source_id)
-        if source is None:
-            raise NotFound(f"no source '{source_id}'", param="source_id")
-        return source
-
     def get_sources(self, source_ids: Iterable[str]) -> dict[str, Source]:
-        rows = self._read(
-            f"SELECT {_SOURCE_COLUMNS} FROM sources s JOIN buckets b ON b.key = s.bucket_key"
-            " WHERE s.id = ANY(%s)",
-            (list(dict.fromkeys(source_ids)),),
-        )
-        return {row["id"]: _source(row) for row in rows}
-
-    def list_sources(self, bucket_id: str, *, include_superseded: bool = False) -> list[Source]:
-        current: LiteralString = "" if include_superseded else " AND s.superseded_by IS NULL"
-        rows = self._read(
-            f"SELECT {_SOURCE_COLUMNS} FROM sources s JOIN buckets b ON b.key = s.bucket_key"
-            f' WHERE b.id = %s{current} ORDER BY s.filename COLLATE "C", s.version',
-            (bucket_id,),
-        )
-        return [_source(row) for row in rows]
-
-    def delete_source(self, source_id: str) -> None:
-        with self.transaction() as conn:
-            row = conn.execute(
-                "SELECT key, content_hash, supersedes, superseded_by FROM sources"
-                " WHERE id = %s FOR UPDATE",
-                (source_id,),
-            ).fetchone()
-            if row is None:
-                raise NotFound(f"no source '{source_id}'", param="source_id")
-            # Close the gap in the version chain; deleting the newest makes the previous current.
-            conn.execute(
-                "UPDATE sources SET superseded_by = %s WHERE id = %s",
-                (row["superseded_by"], row["supersedes"]),
-            )
-            conn.execute(
-                "UPDATE sources SET supersedes = %s WHERE id = %s",
-                (row["supersedes"], row["superseded_by"]),
-            )
-            self._forget_sources(conn, [row["key"]])
-        self._after_removal({row["content_hash"]})
+        sources = self._select_sources("s.id = ANY(?)", (list(dict.fromkeys(source_ids)),))
+        return {source.id: source for source in sources}
 
     @staticmethod
     def _forget_sources(conn: Connection, source_keys: Sequence[int]) -> None:
@@ -543,19 +431,7 @@ class PostgresStore:
         )
         count_terms(conn, counted, sign=-1)
 
-    def _after_removal(self, content_hashes: set[str]) -> None:
-        """Delete the originals no source, nor job under way, holds any more."""
-        for digest in content_hashes:
-            if not self._read(_HELD, (digest, digest)):
-                self.blobs.delete(digest)
-
     # text, pages, originals -----------------------------------------------------------------
-    def source_text(self, source_id: str) -> str:
-        rows = self._read("SELECT text FROM sources WHERE id = %s", (source_id,))
-        if not rows:
-            raise NotFound(f"no source '{source_id}'", param="source_id")
-        return str(rows[0]["text"])
-
     def source_pages(self, source_id: str) -> tuple[Page, ...]:
         rows = self._read(
             "SELECT p.number, p.label, p.start_offset, p.end_offset, p.width, p.height,"
@@ -575,25 +451,6 @@ class PostgresStore:
             )
             for row in rows
         )
-
-    def _page_column(self, column: LiteralString, source_id: str, page_number: int) -> Any:
-        rows = self._read(
-            f"SELECT p.{column} FROM pages p JOIN sources s ON s.key = p.source_key"
-            " WHERE s.id = %s AND p.number = %s",
-            (source_id, page_number),
-        )
-        if not rows:
-            raise NotFound(f"no page {page_number} in source '{source_id}'", param="page")
-        return rows[0][column]
-
-    def char_boxes(self, source_id: str, page_number: int) -> CharBoxes:
-        return unpack_boxes(self._page_column("boxes", source_id, page_number))
-
-    def char_confidences(self, source_id: str, page_number: int) -> CharConfidences:
-        return unpack_confidences(self._page_column("confidences", source_id, page_number))
-
-    def original(self, source_id: str) -> bytes:
-        return self.blobs.get(self.get_source(source_id).content_hash)
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
         rows = self._read(
@@ -627,138 +484,6 @@ class PostgresStore:
     def put_vectors(self, embedder: str, keys: Sequence[str], vectors: Vectors) -> None:
         with self.transaction() as conn:
             self._insert_vectors(conn, embedder, keys, vectors)
-
-    # ingest jobs -----------------------------------------------------------------------------
-    # Lease times are the database's clock (now()), the one clock every server shares.
-    def add_job(self, job: IngestJob, content: bytes, *, owner: str, lease_seconds: float) -> None:
-        self.blobs.put(content, job.content_hash)
-        with self.transaction() as conn:
-            conn.execute(
-                f"INSERT INTO ingest_jobs ({_JOB_COLUMNS}, lease_owner, lease_expires, updated_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, NULL, NULL,"
-                " false, %s, %s, now() + make_interval(secs => %s), now())",
-                (
-                    job.source_id,
-                    job.tenant_id,
-                    job.bucket_id,
-                    job.filename,
-                    job.mime_type,
-                    job.content_hash,
-                    job.byte_size,
-                    sorted(job.acl),
-                    Jsonb(job.metadata),
-                    job.effective_date,
-                    JobState.RUNNING.value,
-                    job.attempts,
-                    job.pages_done,
-                    job.pages_total,
-                    job.created_at,
-                    owner,
-                    lease_seconds,
-                ),
-            )
-        # Again: a failed job elsewhere may have taken the shared bytes away meanwhile.
-        self.blobs.put(content, job.content_hash)
-
-    def get_job(self, job_id: str) -> IngestJob:
-        rows = self._read(f"SELECT {_JOB_COLUMNS} FROM ingest_jobs WHERE id = %s", (job_id,))
-        if not rows:
-            raise NotFound(f"no source '{job_id}'", param="source_id")
-        return _job(rows[0])
-
-    def list_jobs(self, bucket_id: str) -> list[IngestJob]:
-        rows = self._read(
-            f"SELECT {_JOB_COLUMNS} FROM ingest_jobs WHERE bucket_id = %s ORDER BY created_at, id",
-            (bucket_id,),
-        )
-        return [_job(row) for row in rows]
-
-    def find_job(self, bucket_id: str, content_hash: str) -> IngestJob | None:
-        rows = self._read(
-            f"SELECT {_JOB_COLUMNS} FROM ingest_jobs WHERE bucket_id = %s AND content_hash = %s"
-            " AND state IN ('queued', 'running') ORDER BY created_at LIMIT 1",
-            (bucket_id, content_hash),
-        )
-        return _job(rows[0]) if rows else None
-
-    def job_content(self, job_id: str) -> bytes:
-        return self.blobs.get(self.get_job(job_id).content_hash)
-
-    def claim_job(self, *, owner: str, lease_seconds: float, max_attempts: int) -> IngestJob | None:
-        takeable = "(state = 'queued' OR (state = 'running' AND lease_expires < now()))"
-        with self.transaction() as conn:
-            exhausted = conn.execute(
-                "UPDATE ingest_jobs SET state = 'failed', error = %s, lease_owner = NULL,"
-                f" lease_expires = NULL, updated_at = now() WHERE {takeable} AND attempts >= %s"
-                " RETURNING content_hash",
-                (job_interrupted(max_attempts), max_attempts),
-            ).fetchall()
-            # SKIP LOCKED: concurrent claimers each lock a different job, and a job another
-            # claims meanwhile is looked at again (it is running, with a lease: not takeable).
-            row = conn.execute(
-                "UPDATE ingest_jobs SET state = 'running', attempts = attempts + 1,"
-                " lease_owner = %s, lease_expires = now() + make_interval(secs => %s),"
-                " updated_at = now() WHERE id = (SELECT id FROM ingest_jobs"
-                f" WHERE {takeable} ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)"
-                f" RETURNING {_JOB_COLUMNS}",
-                (owner, lease_seconds),
-            ).fetchone()
-        self._after_removal({r["content_hash"] for r in exhausted})
-        return None if row is None else _job(row)
-
-    def renew_jobs(self, *, owner: str, lease_seconds: float) -> None:
-        with self.transaction() as conn:
-            conn.execute(
-                "UPDATE ingest_jobs SET lease_expires = now() + make_interval(secs => %s)"
-                " WHERE lease_owner = %s AND state = 'running'",
-                (lease_seconds, owner),
-            )
-
-    def job_progress(self, job_id: str, *, owner: str, done: int, total: int) -> None:
-        with self.transaction() as conn:
-            conn.execute(
-                "UPDATE ingest_jobs SET pages_done = %s, pages_total = %s, updated_at = now()"
-                " WHERE id = %s AND lease_owner = %s AND state = 'running'",
-                (done, total, job_id, owner),
-            )
-
-    def finish_job(
-        self,
-        job_id: str,
-        *,
-        owner: str,
-        result_id: str | None = None,
-        error: str | None = None,
-        unreadable: bool = False,
-    ) -> None:
-        state = JobState.DONE if error is None else JobState.FAILED
-        with self.transaction() as conn:
-            row = conn.execute(
-                "UPDATE ingest_jobs SET state = %s, result_id = %s, error = %s, unreadable = %s,"
-                " lease_owner = NULL, lease_expires = NULL, updated_at = now()"
-                " WHERE id = %s AND lease_owner = %s AND state = 'running' RETURNING content_hash",
-                (state.value, result_id, error, unreadable, job_id, owner),
-            ).fetchone()
-            conn.execute(_FORGET_OLD_JOBS, (KEPT_FINISHED,))
-        if row is not None and error is not None:
-            self._after_removal({row["content_hash"]})
-
-    def release_jobs(self, *, owner: str) -> None:
-        with self.transaction() as conn:
-            conn.execute(
-                "UPDATE ingest_jobs SET state = 'queued', attempts = attempts - 1,"
-                " lease_owner = NULL, lease_expires = NULL WHERE lease_owner = %s"
-                " AND state = 'running'",
-                (owner,),
-            )
-
-    def delete_job(self, job_id: str) -> None:
-        with self.transaction() as conn:
-            deleted = conn.execute(
-                "DELETE FROM ingest_jobs WHERE id = %s AND state IN ('done', 'failed')", (job_id,)
-            ).rowcount
-        if not deleted:
-            raise job_under_way(self.get_job(job_id).source_id)
 
     # search ----------------------------------------------------------------------------------
     def search_lexical(self, query: str, scope: Scope, *, limit: int) -> list[ChunkHit]:
@@ -810,217 +535,8 @@ class PostgresStore:
     def _search(self, scope: Scope, *, query: str = "", vector: Vectors | None = None) -> Search:
         return Search(scope, query=query, vector=vector, embedder=self.embedder, dim=self.dim)
 
-    # answers ---------------------------------------------------------------------------------
-    def put_answer(self, stored: StoredAnswer) -> None:
-        self._purge_answers()
-        if self.answer_retention_days == 0:
-            return
-        with self.transaction() as conn:
-            if (
-                stored.previous_id is not None
-                and not conn.execute(
-                    "SELECT 1 FROM answers WHERE id = %s FOR SHARE", (stored.previous_id,)
-                ).fetchone()
-            ):
-                # The answer it continues was deleted with a source while this one was made:
-                # its conversation quotes that source's text.
-                return
-            conn.execute(
-                "INSERT INTO answers (id, tenant_id, answer_id, created_at, answer, conversation,"
-                " rendered, previous_id, key_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                (
-                    stored.id,
-                    stored.tenant_id,
-                    stored.answer.id,
-                    datetime.now(UTC),
-                    stored.answer.model_dump_json(),
-                    Jsonb([list(turn) for turn in stored.conversation]),
-                    stored.rendered,
-                    stored.previous_id,
-                    stored.key_id,
-                ),
-            )
-            conn.execute(
-                "INSERT INTO answer_sources (source_id, response_id)"
-                " SELECT unnest(%s::text[]), %s"
-                " UNION SELECT source_id, %s FROM answer_sources WHERE response_id = %s",
-                (
-                    sorted(sources_quoted(stored.answer)),
-                    stored.id,
-                    stored.id,
-                    stored.previous_id,
-                ),
-            )
-
-    def get_answer(self, answer_id: str, *, tenant_id: str) -> StoredAnswer:
-        rows = self._read(
-            "SELECT id, tenant_id, answer, conversation, rendered, previous_id, key_id"
-            " FROM answers WHERE id = %s AND tenant_id = %s",
-            (answer_id, tenant_id),
-        )
-        if not rows:
-            raise NotFound(f"No response found with id '{answer_id}'.", param="response_id")
-        row = rows[0]
-        return StoredAnswer(
-            id=row["id"],
-            tenant_id=row["tenant_id"],
-            answer=Answer.model_validate_json(row["answer"]),
-            rendered=row["rendered"],
-            conversation=tuple((role, text) for role, text in row["conversation"]),
-            previous_id=row["previous_id"],
-            key_id=row["key_id"],
-        )
-
-    def _purge_answers(self) -> None:
-        """Drop the stored answers older than the retention (with what they quote)."""
-        cutoff = datetime.now(UTC) - timedelta(days=self.answer_retention_days)
-        with self.transaction() as conn:
-            conn.execute("DELETE FROM answers WHERE created_at < %s", (cutoff,))
-
-    # traces ----------------------------------------------------------------------------------
-    def put_trace(self, stored: StoredTrace) -> None:
-        if stored.created_at.tzinfo is None:
-            raise ValueError("a trace's time must be timezone-aware")
-        with self.transaction() as conn:
-            if self.trace_retention_days > 0:
-                conn.execute(
-                    "INSERT INTO traces (answer_id, agent, created_at, trace)"
-                    " VALUES (%s, %s, %s, %s) ON CONFLICT (answer_id) DO UPDATE SET"
-                    " agent = excluded.agent, created_at = excluded.created_at,"
-                    " trace = excluded.trace",
-                    (
-                        stored.answer_id,
-                        stored.agent,
-                        stored.created_at,
-                        stored.trace.model_dump_json(),
-                    ),
-                )
-            conn.execute("DELETE FROM traces WHERE created_at < %s", (self._trace_cutoff(),))
-
-    def list_traces(self) -> list[StoredTrace]:
-        rows = self._read(
-            "SELECT answer_id, agent, created_at, trace FROM traces"
-            ' ORDER BY created_at, answer_id COLLATE "C"'
-        )
-        return [
-            StoredTrace(
-                answer_id=row["answer_id"],
-                agent=row["agent"],
-                created_at=row["created_at"],
-                trace=Trace.model_validate_json(row["trace"]),
-            )
-            for row in rows
-        ]
-
-    def _trace_cutoff(self) -> datetime:
-        return datetime.now(UTC) - timedelta(days=self.trace_retention_days)
-
-    def _purge_traces(self) -> None:
-        """Drop the traces older than the retention (all of them for 0 days)."""
-        with self.transaction() as conn:
-            conn.execute("DELETE FROM traces WHERE created_at < %s", (self._trace_cutoff(),))
-
-    # tenants and keys ------------------------------------------------------------------------
-    def create_tenant(self, name: str) -> Tenant:
-        tenant = Tenant(id=new_id("ten"), name=name, created_at=datetime.now(UTC))
-        with self.transaction() as conn:
-            conn.execute(
-                "INSERT INTO tenants (id, name, created_at) VALUES (%s, %s, %s)",
-                (tenant.id, tenant.name, tenant.created_at),
-            )
-        return tenant
-
-    def get_tenant(self, tenant_id: str) -> Tenant:
-        rows = self._read("SELECT id, name, created_at FROM tenants WHERE id = %s", (tenant_id,))
-        if not rows:
-            raise NotFound(f"No tenant found with id '{tenant_id}'.", param="tenant_id")
-        return Tenant.model_validate(rows[0])
-
-    def list_tenants(self) -> list[Tenant]:
-        rows = self._read(
-            "SELECT id, name, created_at FROM tenants"
-            " ORDER BY id != 'default', created_at, id COLLATE \"C\""
-        )
-        return [Tenant.model_validate(row) for row in rows]
-
-    def put_key(self, key: ApiKey, secret_hash: str) -> None:
-        self.get_tenant(key.tenant_id)
-        with self.transaction() as conn:
-            conn.execute(
-                "INSERT INTO api_keys (id, tenant_id, name, secret_hash, permissions, bucket_ids,"
-                " acl_labels, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                (
-                    key.id,
-                    key.tenant_id,
-                    key.name,
-                    secret_hash,
-                    sorted(key.permissions),
-                    None if key.bucket_ids is None else sorted(key.bucket_ids),
-                    None if key.acl_labels is None else sorted(key.acl_labels),
-                    key.created_at,
-                ),
-            )
-
-    def get_key(self, key_id: str) -> tuple[ApiKey, str]:
-        rows = self._read(
-            f"SELECT {_KEY_COLUMNS}, secret_hash FROM api_keys WHERE id = %s", (key_id,)
-        )
-        if not rows:
-            raise NotFound(f"No API key found with id '{key_id}'.", param="key_id")
-        return _api_key(rows[0]), rows[0]["secret_hash"]
-
-    def list_keys(self, tenant_id: str) -> list[ApiKey]:
-        rows = self._read(
-            f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE tenant_id = %s"
-            ' ORDER BY created_at, id COLLATE "C"',
-            (tenant_id,),
-        )
-        return [_api_key(row) for row in rows]
-
-    def revoke_key(self, key_id: str, *, tenant_id: str) -> ApiKey:
-        with self.transaction() as conn:
-            conn.execute(
-                "UPDATE api_keys SET revoked_at = %s WHERE id = %s AND tenant_id = %s"
-                " AND revoked_at IS NULL",
-                (datetime.now(UTC), key_id, tenant_id),
-            )
-        key, _ = self.get_key(key_id)
-        if key.tenant_id != tenant_id:
-            raise NotFound(f"No API key found with id '{key_id}'.", param="key_id")
-        return key
-
-    # agents ----------------------------------------------------------------------------------
-    def put_agent(self, agent: Agent, *, tenant_id: str) -> None:
-        self.get_tenant(tenant_id)
-        with self.transaction() as conn:
-            conn.execute(
-                "INSERT INTO agents (tenant_id, name, agent, created_at)"
-                " VALUES (%s, %s, %s, %s)"
-                " ON CONFLICT (tenant_id, name) DO UPDATE SET agent = excluded.agent",
-                (tenant_id, agent.name, agent.model_dump_json(), datetime.now(UTC)),
-            )
-
-    def list_agents(self, *, tenant_id: str) -> list[Agent]:
-        rows = self._read(
-            'SELECT agent FROM agents WHERE tenant_id = %s ORDER BY created_at, name COLLATE "C"',
-            (tenant_id,),
-        )
-        return [Agent.model_validate_json(row["agent"]) for row in rows]
-
-    def delete_agent(self, name: str, *, tenant_id: str) -> None:
-        with self.transaction() as conn:
-            deleted = conn.execute(
-                "DELETE FROM agents WHERE tenant_id = %s AND name = %s", (tenant_id, name)
-            ).rowcount
-        if not deleted:
-            raise NotFound(f"No agent named '{name}'.", param="name")
-
 
 # rows ----------------------------------------------------------------------------------------
-def _source(row: DictRow) -> Source:
-    return Source.model_validate(row)
-
-
 def _chunk(row: DictRow) -> Chunk:
     return Chunk(
         id=row["id"],
@@ -1032,40 +548,4 @@ def _chunk(row: DictRow) -> Chunk:
         page_numbers=tuple(row["page_numbers"]),
         sentences=tuple(Span(start=a, end=b) for a, b in row["sentences"]),
         language=row["language"],
-    )
-
-
-def _api_key(row: DictRow) -> ApiKey:
-    return ApiKey(
-        id=row["id"],
-        tenant_id=row["tenant_id"],
-        name=row["name"],
-        permissions=frozenset(Permission(p) for p in row["permissions"]),
-        bucket_ids=None if row["bucket_ids"] is None else frozenset(row["bucket_ids"]),
-        acl_labels=None if row["acl_labels"] is None else frozenset(row["acl_labels"]),
-        created_at=row["created_at"],
-        revoked_at=row["revoked_at"],
-    )
-
-
-def _job(row: DictRow) -> IngestJob:
-    return IngestJob(
-        source_id=row["id"],
-        tenant_id=row["tenant_id"],
-        bucket_id=row["bucket_id"],
-        filename=row["filename"],
-        mime_type=row["mime_type"],
-        content_hash=row["content_hash"],
-        byte_size=row["byte_size"],
-        acl=frozenset(row["acl"]),
-        metadata=row["metadata"],
-        effective_date=row["effective_date"],
-        created_at=row["created_at"],
-        state=JobState(row["state"]),
-        attempts=row["attempts"],
-        pages_done=row["pages_done"],
-        pages_total=row["pages_total"],
-        result_id=row["result_id"],
-        error=row["error"],
-        unreadable=row["unreadable"],
     )
