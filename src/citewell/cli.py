@@ -721,6 +721,7 @@ def migrate(database_url: str, data_dir: Path | None) -> None:
     from citewell.embed import open_embedder
     from citewell.store import open_store
     from citewell.store.migrate import copy_embedded
+    from citewell.store.objects import open_objects
     from citewell.store.postgres import PostgresStore
 
     settings = _settings(data_dir, database_url=SecretStr(database_url))
@@ -729,7 +730,7 @@ def migrate(database_url: str, data_dir: Path | None) -> None:
         target = open_store(settings, embedder=embedder.name, dim=embedder.dim)
         try:
             assert isinstance(target, PostgresStore)
-            counts = copy_embedded(settings.data_dir, target)
+            counts = copy_embedded(settings.data_dir, target, open_objects(settings, "files"))
         finally:
             target.close()
     copied = ", ".join(f"{count} {table}" for table, count in counts.items())

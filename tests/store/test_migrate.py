@@ -17,7 +17,9 @@ from citewell.ingest.jobs import IngestJob
 from citewell.model import Agent, ApiKey, Modality, Page, Permission, Principal, Span, Trace
 from citewell.store.base import Fusion, Scope, Store, StoredAnswer, StoredTrace
 from citewell.store.blobs import BlobStore, content_hash
+from citewell.store.files import FileStore
 from citewell.store.migrate import copy_embedded
+from citewell.store.objects import FolderObjects
 from citewell.store.postgres import PostgresStore
 from citewell.store.s3 import S3Objects
 from citewell.store.sqlite import SQLiteStore
@@ -159,9 +161,10 @@ def test_a_copy_answers_every_question_as_the_embedded_store_does(
     embedded_library(tmp_path)
     target = PostgresStore(database_url, tmp_path, embedder=EMBEDDER, dim=DIM)
     try:
-        counts = copy_embedded(tmp_path, target)
+        counts = copy_embedded(tmp_path, target, FolderObjects(tmp_path / "files"))
         assert (counts["sources"], counts["pages"], counts["chunks"]) == (3, 1, 5)
         assert counts["ingest_jobs"] == 1  # the one under way, not the one that failed
+        assert counts["files"] == 0  # the uploads are where the servers on PostgreSQL look
         embedded = SQLiteStore(tmp_path, embedder=EMBEDDER, dim=DIM)
         try:
             embedded.release_jobs(owner="a server")  # as the copy queues it
@@ -170,7 +173,7 @@ def test_a_copy_answers_every_question_as_the_embedded_store_does(
             embedded.close()
         assert everything(target) == expected
         with pytest.raises(Conflict):  # a second copy into the same database
-            copy_embedded(tmp_path, target)
+            copy_embedded(tmp_path, target, FolderObjects(tmp_path / "files"))
     finally:
         target.close()
 
@@ -179,12 +182,22 @@ def test_a_copy_into_a_store_whose_originals_are_in_a_bucket_puts_them_there(
     tmp_path: Path, database_url: str, s3_blobs: BlobSettings
 ) -> None:
     embedded_library(tmp_path)
+    uploaded = FileStore(FolderObjects(tmp_path / "files"))
+    upload = uploaded.put(
+        b"%PDF- uploaded", filename="a.pdf", mime_type="application/pdf", tenant_id="default"
+    )
+    uploaded.put_vector_store_metadata("bkt_1", {"team": "hr"}, tenant_id="default")
     blobs = BlobStore(S3Objects(s3_blobs, "blobs"))
     target = PostgresStore(
         database_url, tmp_path / "unused", embedder=EMBEDDER, dim=DIM, blobs=blobs
     )
     try:
-        copy_embedded(tmp_path, target)
+        counts = copy_embedded(tmp_path, target, S3Objects(s3_blobs, "files"))
+        assert counts["files"] == 3  # the upload's bytes and metadata, the vector store's
+        served = FileStore(S3Objects(s3_blobs, "files"))
+        assert served.get(upload.id, tenant_id="default") == upload
+        assert served.content(upload.id, tenant_id="default") == b"%PDF- uploaded"
+        assert served.vector_store_metadata("bkt_1", tenant_id="default") == {"team": "hr"}
         embedded = SQLiteStore(tmp_path, embedder=EMBEDDER, dim=DIM)
         try:
             embedded.release_jobs(owner="a server")
@@ -202,7 +215,7 @@ def test_a_folder_without_a_store_is_not_found(tmp_path: Path, database_url: str
     target = PostgresStore(database_url, tmp_path / "pg", embedder=EMBEDDER, dim=DIM)
     try:
         with pytest.raises(NotFound):
-            copy_embedded(tmp_path / "nothing", target)
+            copy_embedded(tmp_path / "nothing", target, FolderObjects(tmp_path / "files"))
     finally:
         target.close()
 

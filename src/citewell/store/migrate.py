@@ -7,7 +7,8 @@ traces; and the background ingests under way, queued, for the first server on Po
 read again (``citewell.ingest.jobs``). Sources still being written are left out, and so are the
 background ingests that ended. The originals they hold are first put in the PostgreSQL store's
 blob store: nothing to do when that is the same ``<data_dir>/blobs``, a copy into the S3 bucket
-when ``blobs.url`` names one. The rows are then copied in one transaction, into a database that
+when ``blobs.url`` names one; so are the uploads of the Files APIs (``<data_dir>/files``). The
+rows are then copied in one transaction, into a database that
 holds no library yet: it either completes or leaves the database as it was. It is a bulk load
 (``PostgresStore.bulk_load``): the HNSW index is built once, after the copy.
 """
@@ -25,15 +26,16 @@ import numpy as np
 from citewell.errors import Conflict, NotFound
 from citewell.store import schema
 from citewell.store.blobs import BlobStore
-from citewell.store.objects import FolderObjects
+from citewell.store.objects import FolderObjects, ObjectStore
 from citewell.store.postgres import Connection, PostgresStore
 from citewell.store.postgres_search import chunk_terms
 
 __all__ = ["copy_embedded"]
 
 
-def copy_embedded(folder: Path, target: PostgresStore) -> dict[str, int]:
-    """Copy the embedded store in ``folder`` into ``target``; how many of each were copied.
+def copy_embedded(folder: Path, target: PostgresStore, uploads: ObjectStore) -> dict[str, int]:
+    """Copy the embedded store in ``folder`` into ``target``, and the Files APIs' uploads into
+    ``uploads`` (where the servers on ``target`` keep them); how many of each were copied.
 
     Raises ``NotFound`` when the folder holds no store, ``Conflict`` when the database already
     holds a library.
@@ -54,9 +56,10 @@ def copy_embedded(folder: Path, target: PostgresStore) -> dict[str, int]:
         with target.transaction() as conn:
             _refuse_a_library(conn)
         _copy_originals(source, BlobStore(FolderObjects(folder / "blobs")), target.blobs)
+        files = _copy_uploads(folder / "files", uploads)
         with target.bulk_load(), target.transaction() as conn:
             _refuse_a_library(conn)
-            return _copy(source, conn)
+            return {**_copy(source, conn), "files": files}
     finally:
         source.close()
 
@@ -70,6 +73,21 @@ def _copy_originals(source: sqlite3.Connection, embedded: BlobStore, target: Blo
     for (digest,) in source.execute(query):
         if not target.exists(digest):  # as when both are the same folder
             target.put(embedded.get(digest), digest)
+
+
+def _copy_uploads(root: Path, target: ObjectStore) -> int:
+    """Every object of the Files APIs (uploads, their metadata, vector stores' metadata), as it
+    is, unless the target holds it already (as when both are the same folder); how many."""
+    if not root.is_dir():
+        return 0
+    embedded = FolderObjects(root)
+    copied = 0
+    for tenant in sorted(entry.name for entry in root.iterdir() if entry.is_dir()):
+        for name in embedded.names(tenant):
+            if not target.exists(name):
+                target.put(name, embedded.get(name))
+                copied += 1
+    return copied
 
 
 def _refuse_a_library(conn: Connection) -> None:
