@@ -21,7 +21,7 @@ from citewell.errors import GeneratorBusy, GeneratorUnavailable
 from citewell.generate import GENERATORS
 from citewell.generate.base import Declined, Draft, Evidence, Queued, TextPiece, Turn
 from citewell.generate.grammar import citation_grammar
-from citewell.generate.local import LocalGenerator, LocalModel, chat_messages, local_model
+from citewell.generate.local import LocalGenerator, LocalModel, local_model
 from citewell.generate.prompt import chat_prompt
 from citewell.model import Agent
 from tests.generate.local_model import local_missing, smollm2
@@ -100,7 +100,7 @@ def test_a_file_that_is_not_gguf_is_refused_before_llama_cpp_reads_it(tmp_path: 
 def test_the_model_reads_the_prompt_remote_chat_models_read() -> None:
     request = shop_evidence(history=(Turn("user", "Hi"), Turn("assistant", "Hello [1].")))
     prompt = chat_prompt(request)
-    assert chat_messages(request) == [
+    assert prompt.messages() == [
         {"role": "system", "content": prompt.system},
         {"role": "user", "content": "Hi"},
         {"role": "assistant", "content": "Hello [1]."},

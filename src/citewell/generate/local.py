@@ -43,7 +43,7 @@ if TYPE_CHECKING:
         CreateChatCompletionStreamResponse,
     )
 
-__all__ = ["LocalGenerator", "LocalModel", "chat_messages", "local_model"]
+__all__ = ["LocalGenerator", "LocalModel", "local_model"]
 
 GGUF_MAGIC = b"GGUF"
 """The first bytes of every GGUF file."""
@@ -204,7 +204,9 @@ class LocalGenerator:
         numbers = [s.number for _, sentences in groups for s in sentences]
         gate = ReplyGate[TextPiece]()
         reply = self.model.complete(
-            chat_messages(evidence), citation_grammar(numbers), self.settings.max_tokens
+            cast("list[ChatCompletionRequestMessage]", chat_prompt(evidence).messages()),
+            citation_grammar(numbers),
+            self.settings.max_tokens,
         )
         try:
             async for text in reply:
@@ -218,15 +220,3 @@ class LocalGenerator:
             yield piece
         if gate.declined:
             yield Declined()
-
-
-def chat_messages(evidence: Evidence) -> list[ChatCompletionRequestMessage]:
-    """``prompt.chat_prompt`` as llama-cpp-python's chat messages (the OpenAI shape)."""
-    prompt = chat_prompt(evidence)
-    messages: list[ChatCompletionRequestMessage] = [{"role": "system", "content": prompt.system}]
-    for turn in prompt.turns:
-        if turn.role == "user":
-            messages.append({"role": "user", "content": turn.text})
-        else:
-            messages.append({"role": "assistant", "content": turn.text})
-    return messages

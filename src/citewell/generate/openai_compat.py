@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import cast
 
 import openai
 from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
@@ -86,11 +87,12 @@ class OpenAICompatibleGenerator:
         target = self._target(agent)
         remote = Remote(SERVICE, endpoint_of(target.base_url), target.key)
         gate = ReplyGate[TextPiece]()
+        messages = cast("list[ChatCompletionMessageParam]", chat_prompt(evidence).messages())
         with translated(ERRORS, remote):
             async with self._client(target) as client:
                 stream = await client.chat.completions.create(
                     model=target.model,
-                    messages=_messages(evidence),
+                    messages=messages,
                     stream=True,
                     temperature=self.settings.openai.temperature,
                     max_tokens=self.settings.max_tokens,
@@ -142,17 +144,6 @@ class OpenAICompatibleGenerator:
             max_retries=self.settings.max_retries,
             http_client=openai.DefaultAsyncHttpxClient(verify=tls_context()),
         )
-
-
-def _messages(evidence: Evidence) -> list[ChatCompletionMessageParam]:
-    prompt = chat_prompt(evidence)
-    messages: list[ChatCompletionMessageParam] = [{"role": "system", "content": prompt.system}]
-    for turn in prompt.turns:
-        if turn.role == "user":
-            messages.append({"role": "user", "content": turn.text})
-        else:
-            messages.append({"role": "assistant", "content": turn.text})
-    return messages
 
 
 def _content(chunk: ChatCompletionChunk) -> str:

@@ -71,6 +71,13 @@ class ChatPrompt:
     system: str
     turns: tuple[Turn, ...]
 
+    def messages(self) -> list[dict[str, str]]:
+        """The prompt as chat messages in OpenAI's shape, which llama.cpp reads too."""
+        return [
+            {"role": "system", "content": self.system},
+            *({"role": turn.role, "content": turn.text} for turn in self.turns),
+        ]
+
 
 def chat_prompt(evidence: Evidence) -> ChatPrompt:
     """The prompt of a model that cites evidence sentences by number."""
