@@ -45,11 +45,10 @@ from citewell.store.base import (
 )
 from citewell.store.blobs import BlobStore
 from citewell.store.dialect import Clause, Dialect
-from citewell.store.encoding import pack_boxes, pack_confidences
 from citewell.store.objects import FolderObjects
 from citewell.store.postgres_schema import migrate, schema_lock
 from citewell.store.postgres_search import ChunkTerms, Search, chunk_terms, count_terms
-from citewell.store.sql import SqlStore
+from citewell.store.sql import SqlStore, page_rows
 
 __all__ = ["PostgresStore"]
 
@@ -294,31 +293,14 @@ class PostgresStore(SqlStore[Connection]):
         ).fetchone()
         assert row is not None
         source_key = row["key"]
-        confidences = draft.char_confidences or [None] * len(draft.pages)
         with conn.cursor() as cursor:
             # COPY: the fastest way in for many rows, pgvector's advice for bulk loads.
             with cursor.copy(
                 "COPY pages (source_key, number, label, start_offset, end_offset, width, height,"
                 " modality, boxes, ocr_confidence, confidences) FROM STDIN"
             ) as copy:
-                for page, boxes, read in zip(
-                    draft.pages, draft.char_boxes, confidences, strict=True
-                ):
-                    copy.write_row(
-                        (
-                            source_key,
-                            page.number,
-                            page.label,
-                            page.span.start,
-                            page.span.end,
-                            page.width,
-                            page.height,
-                            page.modality.value,
-                            pack_boxes(boxes),
-                            page.ocr_confidence,
-                            pack_confidences(read),
-                        )
-                    )
+                for page_row in page_rows(source_key, draft):
+                    copy.write_row(page_row)
             lexical = [
                 chunk_terms(draft.text[chunk.span.start : chunk.span.end], chunk.language)
                 for chunk in draft.chunks

@@ -12,7 +12,7 @@ vectors, the lexical and vector indexes, and search.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, LiteralString, TypeVar
@@ -32,6 +32,7 @@ from citewell.model import (
     Trace,
 )
 from citewell.store.base import (
+    SourceDraft,
     StoredAnswer,
     StoredTrace,
     job_interrupted,
@@ -41,9 +42,9 @@ from citewell.store.base import (
 )
 from citewell.store.blobs import BlobStore
 from citewell.store.dialect import Connection, Cursor, Dialect, Row
-from citewell.store.encoding import unpack_boxes, unpack_confidences
+from citewell.store.encoding import pack_boxes, pack_confidences, unpack_boxes, unpack_confidences
 
-__all__ = ["SqlStore"]
+__all__ = ["SqlStore", "page_rows"]
 
 C = TypeVar("C", bound=Connection)
 
@@ -710,6 +711,25 @@ _HELD = (
     " WHERE content_hash = ? AND state IN ('queued', 'running') LIMIT 1"
 )
 """Whether a source, or a job under way, holds an original (which is then kept)."""
+
+
+def page_rows(source_key: int, draft: SourceDraft) -> Iterator[tuple[Any, ...]]:
+    """The rows of a draft's pages, in the columns of both stores' ``pages`` table."""
+    confidences = draft.char_confidences or [None] * len(draft.pages)
+    for page, boxes, read in zip(draft.pages, draft.char_boxes, confidences, strict=True):
+        yield (
+            source_key,
+            page.number,
+            page.label,
+            page.span.start,
+            page.span.end,
+            page.width,
+            page.height,
+            page.modality.value,
+            pack_boxes(boxes),
+            page.ocr_confidence,
+            pack_confidences(read),
+        )
 
 
 def _now() -> datetime:

@@ -45,13 +45,12 @@ from citewell.store.base import (
 )
 from citewell.store.blobs import BlobStore
 from citewell.store.dialect import Clause, Dialect
-from citewell.store.encoding import pack_boxes, pack_confidences
 from citewell.store.filters import SqlParam, compile_filter
 from citewell.store.fusion import fuse
 from citewell.store.lexical import LexicalDoc, LexicalIndex
 from citewell.store.objects import FolderObjects
 from citewell.store.schema import migrate
-from citewell.store.sql import SqlStore
+from citewell.store.sql import SqlStore, page_rows
 from citewell.store.vectors import VectorIndex
 
 __all__ = ["SQLiteStore"]
@@ -301,27 +300,9 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
     def _insert_derived(
         self, conn: sqlite3.Connection, source_key: int, source_id: str, draft: SourceDraft
     ) -> None:
-        confidences = draft.char_confidences or [None] * len(draft.pages)
         conn.executemany(
             "INSERT INTO pages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                (
-                    source_key,
-                    page.number,
-                    page.label,
-                    page.span.start,
-                    page.span.end,
-                    page.width,
-                    page.height,
-                    page.modality.value,
-                    pack_boxes(boxes),
-                    page.ocr_confidence,
-                    pack_confidences(read),
-                )
-                for page, boxes, read in zip(
-                    draft.pages, draft.char_boxes, confidences, strict=True
-                )
-            ),
+            page_rows(source_key, draft),
         )
         conn.executemany(
             "INSERT INTO chunks (id, source_key, idx, start, end, heading_path, page_numbers,"
