@@ -37,6 +37,7 @@ import numpy as np
 
 from answers import SETS, agent_for, evidence_for, labelled, load, prepare_store
 from citewell.generate.extractive import Weights
+from citewell.generate.extractive import _normalised as same_text
 from common import CACHE, evaldata_dir, machine, mean, percentile, reproduce_line, table
 
 COVERAGES = (1.0, 0.9, 0.8, 0.75, 0.7)
@@ -135,14 +136,12 @@ def choices(qs: Sequence[Question], score: Scorer) -> list[tuple[float, bool]]:
         s = np.where(q.heading, -np.inf, score(q))
         order = np.argsort(-s, kind="stable")
         best = int(order[0])
-        other = next((int(i) for i in order[1:] if _same(q.texts[i]) != _same(q.texts[best])), None)
+        other = next(
+            (int(i) for i in order[1:] if same_text(q.texts[i]) != same_text(q.texts[best])), None
+        )
         margin = s[best] - s[other] if other is not None and np.isfinite(s[other]) else np.inf
         out.append((float(margin), q.right[best]))
     return sorted(out, key=lambda pair: -pair[0])
-
-
-def _same(text: str) -> str:
-    return " ".join(text.split()).casefold()
 
 
 def precision_at(ranked: Sequence[tuple[float, bool]], coverage: float) -> float:
