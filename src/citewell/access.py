@@ -39,6 +39,12 @@ _TOKEN = re.compile(r"cwk_([0-9a-f]{16})_([A-Za-z0-9_-]{43})")
 _TOKEN_PREFIX = "cwk_"
 
 
+def _same(presented: str, expected: str) -> bool:
+    """Constant-time equality of two texts. As UTF-8 bytes: ``compare_digest`` raises on
+    non-ASCII text, and a header may carry any Latin-1 character."""
+    return hmac.compare_digest(presented.encode(), expected.encode())
+
+
 def may_administer(principal: Principal) -> bool:
     """Whether the caller may create tenants and keys in any tenant: the operator's key, or the
     local user of an open server."""
@@ -57,7 +63,7 @@ class KeyRing:
 
     def principal(self, token: str | None) -> Principal:
         """Who presents ``token`` (None: no key at all)."""
-        if token and self._admin_key and hmac.compare_digest(token, self._admin_key):
+        if token and self._admin_key and _same(token, self._admin_key):
             return _OPERATOR
         if token and token.startswith(_TOKEN_PREFIX):
             return Principal.of_key(self._verified(token))

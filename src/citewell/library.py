@@ -252,26 +252,29 @@ class Library:
         """Store one file in a bucket: parse, segment, chunk, embed, index — atomically.
 
         The same bytes twice are stored once (``unchanged``); other bytes under a filename the
-        bucket already holds become a new version that supersedes the current one. Pages of
+        bucket already holds become a new version that supersedes the current one. Both only
+        within what the caller sees: of a source hidden from it by its ACL labels, the caller
+        learns nothing, and replaces nothing. Pages of
         pixels only are read with OCR, by the library's bounded pool; ``progress`` hears of
         every page it reads. ``source_id`` is the id promised for the source (``submit``).
         """
         target = self.get_bucket(bucket, principal=principal)
         filename = _clean_filename(filename)
         attributes = _clean_metadata(metadata or {})
+        _may_label(acl, principal)
         digest = content_hash(data)
-        existing = self.store.find_source(target.id, digest)
+        existing = self._held(target.id, digest, principal)
         if existing is not None:
             return IngestResult(outcome=IngestOutcome.UNCHANGED, source=existing)
         draft = self._draft(
             data, digest, target, filename, media_type, effective_date, acl, attributes, progress
         )
-        draft = replace(draft, id=source_id)
+        draft = replace(draft, id=source_id, writer=principal)
         try:
             source = self.store.add_source(draft)
         except Conflict:
             # Someone stored the same bytes while we were parsing: theirs stands.
-            existing = self.store.find_source(target.id, digest)
+            existing = self._held(target.id, digest, principal)
             if existing is None:
                 raise
             return IngestResult(outcome=IngestOutcome.UNCHANGED, source=existing)
@@ -301,10 +304,12 @@ class Library:
         bucket meanwhile. Whatever fails before OCR starts is raised here, as by ``ingest``.
         """
         target = self.get_bucket(bucket, principal=principal)
+        _may_label(acl, principal)
         digest = content_hash(data)
-        running = self.store.find_job(target.id, digest)
-        if running is not None:
-            return running
+        running = self.store.find_jobs(target.id, digest)
+        seen = next((job for job in running if principal.can_see(job.acl)), None)
+        if seen is not None:
+            return seen
         job = IngestJob(
             source_id=new_source_id(),
             tenant_id=target.tenant_id,
@@ -317,6 +322,7 @@ class Library:
             metadata=_clean_metadata(metadata or {}),
             effective_date=effective_date,
             created_at=dt.datetime.now(dt.UTC),
+            submitter_labels=None if principal.sees_all_labels else principal.acl_labels,
         )
         ocr_started = threading.Event()
 
@@ -344,9 +350,8 @@ class Library:
         Raises ``NotFound`` for none, or one in a bucket or under an ACL the caller cannot see.
         """
         job = self.store.get_job(source_id)
-        if not principal.can_see(job.acl):
-            raise NotFound(f"no source '{source_id}'", param="source_id")
-        self.get_bucket(job.bucket_id, principal=principal)
+        if not (principal.can_see(job.acl) and self._reaches(job.bucket_id, principal)):
+            raise _no_source(source_id)
         return job
 
     def ingest_jobs(self, bucket: str, *, principal: Principal = LOCAL) -> list[IngestJob]:
@@ -381,9 +386,8 @@ class Library:
 
     def get_source(self, source_id: str, *, principal: Principal = LOCAL) -> Source:
         source = self.store.get_source(source_id)
-        self.get_bucket(source.bucket_id, principal=principal)
-        if not principal.can_see(source.acl):
-            raise NotFound(f"no source '{source_id}'", param="source_id")
+        if not (principal.can_see(source.acl) and self._reaches(source.bucket_id, principal)):
+            raise _no_source(source_id)
         return source
 
     def jobs_of_file(self, file_id: str, *, principal: Principal = LOCAL) -> list[IngestJob]:
@@ -456,6 +460,20 @@ class Library:
         return done
 
     # internals -------------------------------------------------------------------------------
+    def _held(self, bucket_id: str, digest: str, principal: Principal) -> Source | None:
+        """The source with these bytes in the bucket that the caller sees, if any: one it
+        cannot see is neither shown nor reused (the caller stores its own)."""
+        held = self.store.find_sources(bucket_id, digest)
+        return next((source for source in held if principal.can_see(source.acl)), None)
+
+    def _reaches(self, bucket_id: str, principal: Principal) -> bool:
+        """Whether the caller may reach a bucket: what it may not is answered as absent."""
+        try:
+            self.get_bucket(bucket_id, principal=principal)
+        except NotFound:
+            return False
+        return True
+
     def _work(self) -> None:
         """Renew this library's leases and take over jobs left behind, every poll, until
         ``close``. A failing store is logged and tried again at the next poll."""
@@ -517,8 +535,13 @@ class Library:
                 effective_date=job.effective_date,
                 acl=job.acl,
                 metadata=job.metadata,
-                # Whoever submitted the job was let in then; it runs as its tenant.
-                principal=Principal(tenant_id=job.tenant_id, sees_all_labels=True),
+                # Whoever submitted the job was let in then; it runs as its tenant, within the
+                # labels its submitter sees.
+                principal=Principal(
+                    tenant_id=job.tenant_id,
+                    acl_labels=job.submitter_labels or frozenset(),
+                    sees_all_labels=job.submitter_labels is None,
+                ),
                 progress=progress,
                 source_id=job.source_id,
             )
@@ -660,6 +683,22 @@ def _drop_abandoned_imports(store: Store) -> None:
         for bucket in store.list_buckets(tenant_id=tenant.id):
             if bucket.slug.startswith(_STAGING):
                 store.delete_bucket(bucket.id)
+
+
+def _no_source(source_id: str) -> NotFound:
+    """The one answer for a source that does not exist and for one the caller may not see."""
+    return NotFound(f"no source '{source_id}'", param="source_id")
+
+
+def _may_label(acl: frozenset[str], principal: Principal) -> None:
+    """A caller labels a source only so that it still sees it: it never makes what it cannot
+    read, replace or delete again."""
+    if not principal.can_see(acl):
+        raise PermissionDenied(
+            "A key limited to ACL labels may only store a source it can see: give it no labels,"
+            " or at least one of the key's.",
+            param="acl",
+        )
 
 
 def _may_create_buckets(principal: Principal) -> None:

@@ -175,7 +175,10 @@ class LinkSigner:
         did not sign exactly so, and (``EXPIRED``) for one past its expiry."""
         payload, dot, signature = token.partition(".")
         # Compared as text: a base64 character can change without changing the decoded bytes.
-        if not dot or not hmac.compare_digest(self._signature(payload), signature):
+        # As UTF-8 bytes, because compare_digest refuses non-ASCII text (a hostile token).
+        if not dot or not hmac.compare_digest(
+            self._signature(payload).encode(), signature.encode("utf-8", "surrogatepass")
+        ):
             raise LinkRefused(Refusal.INVALID, "The link is not valid.")
         try:
             link = Link.model_validate_json(_decode(payload))
@@ -187,7 +190,8 @@ class LinkSigner:
         return link
 
     def _signature(self, payload: str) -> str:
-        return _encode(hmac.new(self._secret, payload.encode(), hashlib.sha256).digest())
+        message = payload.encode("utf-8", "surrogatepass")
+        return _encode(hmac.new(self._secret, message, hashlib.sha256).digest())
 
 
 def holder(link: Link, keys: KeyRing) -> Principal:

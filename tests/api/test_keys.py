@@ -23,6 +23,17 @@ def test_without_a_key_a_keyed_server_answers_401_in_each_dialect(keyed: TestCli
     assert keyed.get("/healthz").status_code == 200  # health needs no key
 
 
+@pytest.mark.parametrize("key", [b"operator-s\xc3\xa9cret", b"\xe9", b"cwk_\xe9\xe9"])
+def test_a_key_of_non_ascii_characters_is_refused_like_any_wrong_key(
+    keyed: TestClient, key: bytes
+) -> None:
+    for header in (b"authorization", b"x-api-key"):
+        value = b"Bearer " + key if header == b"authorization" else key
+        wrong = assert_error(keyed.get("/v1/buckets", headers={header: value}), 401)
+        assert wrong["message"] == "Incorrect API key provided."
+    assert keyed.get("/v1/buckets", headers=auth(ADMIN)).status_code == 200
+
+
 def test_a_new_key_shows_its_secret_once_and_works(keyed: TestClient) -> None:
     key = make_key(keyed, permissions=["search", "manage"], name="portal")
     assert key["id"].startswith("key_") and key["object"] == "api_key"

@@ -131,7 +131,10 @@ def test_a_link_changed_in_one_character_is_refused(
     assert keyed.get(url).content == pdf
 
 
-@pytest.mark.parametrize("token", ["not-a-link", "a.b", "a.b.c", "." * 3, "%00"])
+@pytest.mark.parametrize(
+    "token",
+    ["not-a-link", "a.b", "a.b.c", "." * 3, "%00", "abc.%C3%A9", "%C3%A9.abc", "%ED%A0%80.x"],
+)
 def test_what_is_not_a_link_is_refused(keyed: TestClient, token: str) -> None:
     assert_error(keyed.get(f"/v1/links/{token}"), 403, code="link_invalid")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from citewell.store.base import Fusion, Scope, SourceDraft, Store
 EMBEDDER = "test-embedder"
 DIM = 16
 LOCAL = Principal.local()
+HR = frozenset({"hr"})
 
 
 def vector_for(text: str) -> np.ndarray:
@@ -114,6 +116,33 @@ class StoreContract:
         with pytest.raises(Conflict):
             store.add_source(draft(bucket, "b.txt", "Same text."))
         assert [s.filename for s in store.list_sources(bucket)] == ["a.txt"]
+
+    def test_the_same_bytes_under_other_labels_are_a_second_source(
+        self, store: Store, bucket: str
+    ) -> None:
+        hidden = store.add_source(draft(bucket, "salaries.md", "Pay rises in May.", acl=HR))
+        own = store.add_source(draft(bucket, "notes.md", "Pay rises in May."))
+        assert own.id != hidden.id and own.content_hash == hidden.content_hash
+        assert [s.id for s in store.find_sources(bucket, own.content_hash)] == [hidden.id, own.id]
+        with pytest.raises(Conflict):
+            store.add_source(draft(bucket, "again.md", "Pay rises in May.", acl=HR))
+        store.delete_source(own.id)
+        assert store.original(hidden.id) == b"Pay rises in May."
+
+    def test_a_new_version_supersedes_only_a_version_its_writer_sees(
+        self, store: Store, bucket: str
+    ) -> None:
+        hidden = store.add_source(draft(bucket, "salaries.md", "Pay rises in May.", acl=HR))
+        eng = Principal(acl_labels=frozenset({"eng"}))
+        own = store.add_source(
+            replace(draft(bucket, "salaries.md", "Pay rises in June."), writer=eng)
+        )
+        assert (own.version, own.supersedes) == (1, None)
+        assert store.get_source(hidden.id).is_current
+        # A writer who sees both versions replaces the newest.
+        newest = store.add_source(draft(bucket, "salaries.md", "Pay rises in July.", acl=HR))
+        assert (newest.version, newest.supersedes) == (2, own.id)
+        assert store.get_source(hidden.id).is_current
 
     def test_the_same_bytes_in_two_buckets_share_one_original(
         self, store: Store, bucket: str

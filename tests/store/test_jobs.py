@@ -49,14 +49,14 @@ def test_a_job_is_kept_as_it_was_sent_and_found_while_under_way(store: Store) ->
     sent = job(store, b"scan")
     assert store.get_job(sent.source_id) == sent
     assert store.list_jobs(sent.bucket_id) == [sent]
-    assert store.find_job(sent.bucket_id, sent.content_hash) == sent
+    assert store.find_jobs(sent.bucket_id, sent.content_hash) == [sent]
     assert store.job_content(sent.source_id) == b"scan"
     store.job_progress(sent.source_id, owner="a", done=1, total=3)
     assert store.get_job(sent.source_id).pages_done == 1
     store.finish_job(sent.source_id, owner="a", result_id=sent.source_id)
     done = store.get_job(sent.source_id)
     assert (done.state, done.result_id, done.active) == (JobState.DONE, sent.source_id, False)
-    assert store.find_job(sent.bucket_id, sent.content_hash) is None
+    assert store.find_jobs(sent.bucket_id, sent.content_hash) == []
 
 
 def test_each_job_is_claimed_by_exactly_one_of_many_concurrent_claimers(

@@ -106,3 +106,30 @@ def test_a_process_killed_mid_ingest_leaves_no_half_visible_source(
     # And the store takes new sources again.
     store.add_source(draft(bucket, "doc-2.txt", "Document 2 again."))
     store.close()
+
+
+def test_a_store_of_the_last_schema_is_upgraded_with_its_sources_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """0010 rebuilds the sources table: pages, chunks and search must survive it."""
+    from citewell.store import schema
+
+    before = tuple(m for m in schema.MIGRATIONS if m[0] < "0010")
+    with monkeypatch.context() as patched:
+        patched.setattr(schema, "MIGRATIONS", before)
+        old = SQLiteStore(tmp_path, embedder=EMBEDDER, dim=DIM)
+        bucket = old.create_bucket("notes", tenant_id="default").id
+        source = old.add_source(draft(bucket, "a.txt", "Refunds take 30 days.\nShipping is free."))
+        old.close()
+    store = SQLiteStore(tmp_path, embedder=EMBEDDER, dim=DIM)
+    try:
+        assert store.get_source(source.id) == source
+        scope = Scope(principal=LOCAL, bucket_ids=(bucket,))
+        hits = store.search_lexical("shipping", scope, limit=5)
+        chunks = store.get_chunks([h.chunk_id for h in hits])
+        assert [c.text for c in chunks.values()] == ["Shipping is free."]
+        store.delete_source(source.id)  # foreign keys are on again: its chunks go with it
+        conn = sqlite3.connect(tmp_path / "citewell.db")
+        assert conn.execute("SELECT count(*) FROM chunks").fetchone() == (0,)
+    finally:
+        store.close()

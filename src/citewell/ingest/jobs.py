@@ -69,6 +69,9 @@ class IngestJob:
     unreadable: bool = False
     """Whether it failed on the file itself (damaged, too large, unsupported) rather than on
     the server."""
+    submitter_labels: frozenset[str] | None = None
+    """The ACL labels its submitter sees (None: every label). The job runs within them: it
+    finds the same bytes, and supersedes a version, only where its submitter could."""
 
     @property
     def active(self) -> bool:

@@ -88,6 +88,8 @@ class SourceDraft:
     id: str | None = None
     """The id the source gets (``new_source_id``), when it was promised before it is stored
     (a background ingest); None: a new one."""
+    writer: Principal = field(default_factory=Principal.local)
+    """Who stores it: it supersedes only a version of its filename that the writer sees."""
 
 
 def new_id(prefix: str) -> str:
@@ -230,15 +232,17 @@ class Store(Protocol):
         ...
 
     # sources -------------------------------------------------------------------------------
-    def find_source(self, bucket_id: str, content_hash: str) -> Source | None:
-        """The source in the bucket with exactly these bytes, if any."""
+    def find_sources(self, bucket_id: str, content_hash: str) -> list[Source]:
+        """The sources in the bucket with exactly these bytes (under different ACL labels,
+        there may be several), oldest first."""
         ...
 
     def add_source(self, draft: SourceDraft) -> Source:
         """Store a new source version atomically.
 
-        If the bucket holds a current version with the same filename, the new source supersedes
-        it; both stay addressable. Raises ``Conflict`` if the bucket already holds these bytes.
+        If the bucket holds a current version with the same filename that the draft's writer
+        sees, the new source supersedes it (the newest, if several); both stay addressable.
+        Raises ``Conflict`` if the bucket already holds these bytes under the same ACL labels.
         """
         ...
 
@@ -303,8 +307,8 @@ class Store(Protocol):
         """The bucket's jobs, those under way and those kept after they ended, oldest first."""
         ...
 
-    def find_job(self, bucket_id: str, content_hash: str) -> IngestJob | None:
-        """The job under way that ingests these bytes into the bucket, if any."""
+    def find_jobs(self, bucket_id: str, content_hash: str) -> list[IngestJob]:
+        """The jobs under way that ingest these bytes into the bucket, oldest first."""
         ...
 
     def job_content(self, job_id: str) -> bytes:

@@ -313,8 +313,8 @@ def _chunks(source: sqlite3.Connection) -> Iterator[tuple[Any, ...]]:
 _JOB_INSERT = (
     "INSERT INTO ingest_jobs (id, tenant_id, bucket_id, filename, mime_type, content_hash,"
     " byte_size, acl, metadata, effective_date, state, attempts, pages_done, pages_total,"
-    " unreadable, created_at, updated_at)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'queued', %s, 0, %s, false, %s, %s)"
+    " unreadable, created_at, updated_at, submitter_labels)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'queued', %s, 0, %s, false, %s, %s, %s)"
 )
 
 
@@ -338,6 +338,7 @@ def _jobs_under_way(source: sqlite3.Connection) -> Iterator[tuple[Any, ...]]:
             r["pages_total"],
             r["created_at"],
             r["updated_at"],
+            _list_or_none(r["submitter_labels"]),
         )
 
 

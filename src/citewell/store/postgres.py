@@ -260,8 +260,8 @@ class PostgresStore(SqlStore[Connection]):
         if bucket is None:
             raise NotFound(f"no bucket '{draft.bucket_id}'", param="bucket")
         duplicate = conn.execute(
-            "SELECT id FROM sources WHERE bucket_key = %s AND content_hash = %s",
-            (bucket["key"], draft.content_hash),
+            "SELECT id FROM sources WHERE bucket_key = %s AND content_hash = %s AND acl = %s",
+            (bucket["key"], draft.content_hash, sorted(draft.acl)),
         ).fetchone()
         if duplicate is not None:
             raise Conflict(f"the bucket already holds these bytes as source {duplicate['id']}")
@@ -331,22 +331,26 @@ class PostgresStore(SqlStore[Connection]):
                         )
                     )
         self._insert_vectors(conn, draft.embedder, draft.vector_keys, draft.vectors)
-        self._link_version(conn, source_key, bucket["key"], draft.filename)
+        self._link_version(conn, source_key, bucket["key"], draft)
         # Last, as these rows are shared by every write: their locks are held the shortest.
         count_terms(conn, lexical, sign=1)
 
     @staticmethod
-    def _link_version(conn: Connection, source_key: int, bucket_key: int, filename: str) -> None:
-        """Make the new source the current version of its filename."""
+    def _link_version(
+        conn: Connection, source_key: int, bucket_key: int, draft: SourceDraft
+    ) -> None:
+        """Make the new source the current version of its filename, as its writer sees it."""
         # Two writers of one filename take turns here, so versions never fork.
         conn.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{bucket_key}/{filename}",)
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+            (f"{bucket_key}/{draft.filename}",),
         )
-        previous = conn.execute(
-            "SELECT key, id, version FROM sources WHERE bucket_key = %s AND filename = %s"
-            " AND superseded_by IS NULL AND key != %s FOR UPDATE",
-            (bucket_key, filename, source_key),
-        ).fetchone()
+        current = conn.execute(
+            "SELECT key, id, version, acl FROM sources WHERE bucket_key = %s AND filename = %s"
+            " AND superseded_by IS NULL AND key != %s ORDER BY key DESC FOR UPDATE",
+            (bucket_key, draft.filename, source_key),
+        ).fetchall()
+        previous = next((r for r in current if draft.writer.can_see(frozenset(r["acl"]))), None)
         new = conn.execute(
             "UPDATE sources SET version = %s, supersedes = %s WHERE key = %s RETURNING id",
             (

@@ -211,6 +211,19 @@ MIGRATIONS: tuple[tuple[str, LiteralString], ...] = (
         CREATE INDEX ingest_jobs_by_content_hash ON ingest_jobs (content_hash);
         """,
     ),
+    (
+        "0003_sources_per_labels",
+        """
+        -- The same bytes may be held twice in a bucket under different ACL labels: a key that
+        -- cannot see one copy stores its own, and learns nothing of the other.
+        ALTER TABLE sources DROP CONSTRAINT sources_bucket_key_content_hash_key;
+        CREATE UNIQUE INDEX sources_by_content ON sources (bucket_key, content_hash, acl);
+
+        -- What the submitter of a background ingest sees (NULL: every label): the job stores,
+        -- deduplicates and supersedes only within that.
+        ALTER TABLE ingest_jobs ADD COLUMN submitter_labels text[];
+        """,
+    ),
 )
 
 

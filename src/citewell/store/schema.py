@@ -243,6 +243,49 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         CREATE INDEX ingest_jobs_by_content_hash ON ingest_jobs (content_hash);
         """,
     ),
+    (
+        "0010_sources_per_labels",
+        """
+        -- The same bytes may be held twice in a bucket under different ACL labels: a key that
+        -- cannot see one copy stores its own, and learns nothing of the other. SQLite drops a
+        -- table constraint only by rebuilding the table (migrate runs without foreign keys).
+        CREATE TABLE sources_rebuilt (
+            key            INTEGER PRIMARY KEY,
+            id             TEXT NOT NULL UNIQUE,
+            bucket_key     INTEGER NOT NULL REFERENCES buckets (key) ON DELETE CASCADE,
+            filename       TEXT NOT NULL,
+            mime_type      TEXT NOT NULL,
+            content_hash   TEXT NOT NULL,
+            byte_size      INTEGER NOT NULL,
+            version        INTEGER NOT NULL,
+            supersedes     TEXT,
+            superseded_by  TEXT,
+            status         TEXT NOT NULL,
+            ingest_pid     INTEGER,
+            title          TEXT,
+            language       TEXT,
+            modality       TEXT NOT NULL,
+            page_count     INTEGER,
+            char_count     INTEGER NOT NULL,
+            chunk_count    INTEGER NOT NULL,
+            effective_date TEXT,
+            acl            TEXT NOT NULL,   -- JSON array of labels, sorted
+            metadata       TEXT NOT NULL,   -- JSON object
+            created_at     TEXT NOT NULL,
+            text           TEXT NOT NULL
+        );
+        INSERT INTO sources_rebuilt SELECT * FROM sources;
+        DROP TABLE sources;
+        ALTER TABLE sources_rebuilt RENAME TO sources;
+        CREATE UNIQUE INDEX sources_by_content ON sources (bucket_key, content_hash, acl);
+        CREATE INDEX sources_by_filename ON sources (bucket_key, filename, superseded_by);
+        CREATE INDEX sources_by_status ON sources (status);
+
+        -- What the submitter of a background ingest sees (JSON array; NULL: every label): the
+        -- job stores, deduplicates and supersedes only within that.
+        ALTER TABLE ingest_jobs ADD COLUMN submitter_labels TEXT;
+        """,
+    ),
 )
 
 
@@ -253,18 +296,31 @@ def migrate(conn: sqlite3.Connection) -> None:
     the same store at once: the check and the migration share one IMMEDIATE transaction.
     """
     conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT)")
-    for name, script in MIGRATIONS:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            if conn.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)).fetchone() is None:
-                for statement in _statements(script):
-                    conn.execute(statement)
-                now = datetime.now(UTC).isoformat()
-                conn.execute("INSERT INTO migrations VALUES (?, ?)", (name, now))
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+    # SQLite's way to rebuild a table: foreign keys off (only outside a transaction), and
+    # checked before each commit.
+    enforced = conn.execute("PRAGMA foreign_keys").fetchone()[0]
+    conn.execute("PRAGMA foreign_keys = OFF")
+    try:
+        for name, script in MIGRATIONS:
+            _apply(conn, name, script)
+    finally:
+        conn.execute(f"PRAGMA foreign_keys = {'ON' if enforced else 'OFF'}")
+
+
+def _apply(conn: sqlite3.Connection, name: str, script: str) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if conn.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)).fetchone() is None:
+            for statement in _statements(script):
+                conn.execute(statement)
+            if conn.execute("PRAGMA foreign_key_check").fetchone() is not None:
+                raise sqlite3.IntegrityError(f"migration {name} breaks a foreign key")
+            now = datetime.now(UTC).isoformat()
+            conn.execute("INSERT INTO migrations VALUES (?, ?)", (name, now))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
 
 
 def _statements(script: str) -> list[str]:

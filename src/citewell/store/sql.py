@@ -166,9 +166,10 @@ class SqlStore(ABC, Generic[C]):
         )
 
     # sources ---------------------------------------------------------------------------------
-    def find_source(self, bucket_id: str, content_hash: str) -> Source | None:
-        found = self._select_sources("b.id = ? AND s.content_hash = ?", (bucket_id, content_hash))
-        return found[0] if found else None
+    def find_sources(self, bucket_id: str, content_hash: str) -> list[Source]:
+        return self._select_sources(
+            "b.id = ? AND s.content_hash = ? ORDER BY s.created_at, s.id", (bucket_id, content_hash)
+        )
 
     def get_source(self, source_id: str) -> Source:
         source = self.get_sources([source_id]).get(source_id)
@@ -284,7 +285,7 @@ class SqlStore(ABC, Generic[C]):
             self._run(
                 conn,
                 f"INSERT INTO ingest_jobs ({_JOB_COLUMNS}, lease_owner, lease_expires, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, false, ?, ?,"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, false, ?, ?, ?,"
                 f" {until.sql}, {now.sql})",
                 (
                     job.source_id,
@@ -302,6 +303,9 @@ class SqlStore(ABC, Generic[C]):
                     job.pages_done,
                     job.pages_total,
                     self._dialect.stamp(job.created_at),
+                    None
+                    if job.submitter_labels is None
+                    else self._dialect.labels(job.submitter_labels),
                     owner,
                     *until.params,
                     *now.params,
@@ -323,13 +327,13 @@ class SqlStore(ABC, Generic[C]):
         )
         return [self._job(row) for row in rows]
 
-    def find_job(self, bucket_id: str, content_hash: str) -> IngestJob | None:
+    def find_jobs(self, bucket_id: str, content_hash: str) -> list[IngestJob]:
         rows = self._rows(
             f"SELECT {_JOB_COLUMNS} FROM ingest_jobs WHERE bucket_id = ? AND content_hash = ?"
-            " AND state IN ('queued', 'running') ORDER BY created_at LIMIT 1",
+            " AND state IN ('queued', 'running') ORDER BY created_at, id",
             (bucket_id, content_hash),
         )
-        return self._job(rows[0]) if rows else None
+        return [self._job(row) for row in rows]
 
     def job_content(self, job_id: str) -> bytes:
         return self.blobs.get(self.get_job(job_id).content_hash)
@@ -445,6 +449,9 @@ class SqlStore(ABC, Generic[C]):
             result_id=row["result_id"],
             error=row["error"],
             unreadable=bool(row["unreadable"]),
+            submitter_labels=None
+            if row["submitter_labels"] is None
+            else frozenset(self._dialect.read_labels(row["submitter_labels"])),
         )
 
     # answers ---------------------------------------------------------------------------------
@@ -700,7 +707,7 @@ _SOURCE_COLUMNS = (
 _JOB_COLUMNS = (
     "id, tenant_id, bucket_id, filename, mime_type, content_hash, byte_size, acl, metadata,"
     " effective_date, state, attempts, pages_done, pages_total, result_id, error, unreadable,"
-    " created_at"
+    " created_at, submitter_labels"
 )
 _FORGET_OLD_JOBS = (
     "DELETE FROM ingest_jobs WHERE state IN ('done', 'failed') AND id NOT IN (SELECT id FROM"

@@ -260,8 +260,8 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
             if bucket_row is None:
                 raise NotFound(f"no bucket '{draft.bucket_id}'", param="bucket")
             duplicate = conn.execute(
-                "SELECT id FROM sources WHERE bucket_key = ? AND content_hash = ?",
-                (bucket_row["key"], draft.content_hash),
+                "SELECT id FROM sources WHERE bucket_key = ? AND content_hash = ? AND acl = ?",
+                (bucket_row["key"], draft.content_hash, json.dumps(sorted(draft.acl))),
             ).fetchone()
             if duplicate is not None:
                 raise Conflict(f"the bucket already holds these bytes as source {duplicate['id']}")
@@ -342,12 +342,16 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
     def _publish(self, source_key: int, draft: SourceDraft) -> None:
         """Make a pending source ready, as the new current version of its filename."""
         with self._write() as conn:
-            previous = conn.execute(
-                "SELECT key, id, version FROM sources WHERE bucket_key ="
+            current = conn.execute(
+                "SELECT key, id, version, acl FROM sources WHERE bucket_key ="
                 " (SELECT bucket_key FROM sources WHERE key = ?) AND filename = ?"
-                " AND status = 'ready' AND superseded_by IS NULL",
+                " AND status = 'ready' AND superseded_by IS NULL ORDER BY key DESC",
                 (source_key, draft.filename),
-            ).fetchone()
+            )
+            previous = next(
+                (r for r in current if draft.writer.can_see(frozenset(json.loads(r["acl"])))),
+                None,
+            )
             source_id = conn.execute(
                 "SELECT id FROM sources WHERE key = ?", (source_key,)
             ).fetchone()["id"]
