@@ -64,6 +64,7 @@ from citewell.model import (
     Source,
 )
 from citewell.retrieve.search import search
+from citewell.scalar_text import has_surrogates
 from citewell.store import Store, open_store
 from citewell.store.base import SourceDraft, Vectors, job_under_way, new_source_id
 from citewell.store.blobs import content_hash
@@ -693,6 +694,8 @@ def _no_source(source_id: str) -> NotFound:
 def _may_label(acl: frozenset[str], principal: Principal) -> None:
     """A caller labels a source only so that it still sees it: it never makes what it cannot
     read, replace or delete again."""
+    if has_surrogates(acl):
+        raise InvalidRequest("ACL labels must be valid Unicode text", param="acl")
     if not principal.can_see(acl):
         raise PermissionDenied(
             "A key limited to ACL labels may only store a source it can see: give it no labels,"
@@ -726,6 +729,8 @@ def _clean_filename(filename: str) -> str:
 
 
 def _clean_metadata(metadata: Mapping[str, MetadataValue]) -> dict[str, MetadataValue]:
+    if has_surrogates(metadata):
+        raise InvalidRequest("metadata must be valid Unicode text", param="metadata")
     if len(metadata) > _MAX_METADATA_KEYS:
         raise InvalidRequest(f"at most {_MAX_METADATA_KEYS} metadata keys", param="metadata")
     clean: dict[str, MetadataValue] = {}

@@ -38,7 +38,9 @@ from citewell.api import (
 )
 from citewell.api.deps import get_principal
 from citewell.api.errors import install_error_handlers
+from citewell.api.json_response import ScalarJSONResponse
 from citewell.api.limits import BodyLimit, Limit
+from citewell.api.text_guard import ScalarTextGuard
 from citewell.config import Settings
 from citewell.engine import Engine
 from citewell.library import Library
@@ -107,6 +109,7 @@ def create_app(
         # Operation ids are the handlers' names (create_bucket, search, ...): generated clients
         # name their methods after them, so they must not change with paths or tags.
         generate_unique_id_function=lambda route: route.name,
+        default_response_class=ScalarJSONResponse,
     )
     install_error_handlers(app)
     app.include_router(health.router)
@@ -168,6 +171,8 @@ def create_app(
         matching = (limit for route, limit in limits if route.matches(scope)[0] is Match.FULL)
         return next(matching, other_limit)
 
+    # Added first, so the body limit wraps it: it never reads more than the limit allows.
+    app.add_middleware(ScalarTextGuard)
     app.add_middleware(BodyLimit, limit_for=limit_for)
     return app
 

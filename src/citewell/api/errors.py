@@ -27,10 +27,10 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 from starlette.types import Scope
 
+from citewell.api.json_response import ScalarJSONResponse as JSONResponse
 from citewell.errors import (
     CitewellError,
     ConfigError,

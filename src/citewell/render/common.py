@@ -30,6 +30,7 @@ from typing import Any, Literal, Protocol
 
 from citewell.cite.locator import locator_label, source_label
 from citewell.model import Answer, Box, Citation, GroundingState, PageRegion, Passage, Source, Span
+from citewell.scalar_text import without_surrogates
 
 __all__ = [
     "AccessUrl",
@@ -351,5 +352,5 @@ def token_usage(answer: Answer, options: AnswerOptions, rendered: str) -> tuple[
 
 
 def dumps(data: Any) -> str:
-    """Compact JSON, as sent on the wire (non-ASCII kept as is)."""
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    """Compact JSON, as sent on the wire (non-ASCII kept as is, a surrogate as U+FFFD)."""
+    return without_surrogates(json.dumps(data, ensure_ascii=False, separators=(",", ":")))

@@ -23,6 +23,7 @@ import secrets
 from dataclasses import dataclass
 
 from citewell.errors import NotFound
+from citewell.scalar_text import loads_scalar
 from citewell.store.objects import ObjectStore
 
 __all__ = ["DEFAULT_PURPOSE", "FileStore", "StoredFile"]
@@ -82,7 +83,7 @@ class FileStore:
     def get(self, file_id: str, *, tenant_id: str) -> StoredFile:
         """Raises ``NotFound`` for an unknown id (or another tenant's)."""
         try:
-            metadata = json.loads(self.objects.get(self._name(file_id, tenant_id, ".json")))
+            metadata = loads_scalar(self.objects.get(self._name(file_id, tenant_id, ".json")))
         except FileNotFoundError:
             raise _not_found(file_id) from None
         return StoredFile(
@@ -123,7 +124,7 @@ class FileStore:
     def vector_store_metadata(self, bucket_id: str, *, tenant_id: str) -> dict[str, str]:
         """The metadata of a bucket's vector store; empty if it has none."""
         try:
-            metadata: dict[str, str] = json.loads(
+            metadata: dict[str, str] = loads_scalar(
                 self.objects.get(self._vector_store_name(bucket_id, tenant_id))
             )
         except FileNotFoundError:

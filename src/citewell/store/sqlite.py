@@ -33,6 +33,7 @@ from citewell.model import (
     SourceStatus,
     Span,
 )
+from citewell.scalar_text import loads_scalar
 from citewell.store.base import (
     ChunkHit,
     FusedHit,
@@ -108,13 +109,13 @@ class _SQLiteDialect(Dialect):
         return json.dumps(sorted(values), ensure_ascii=False)
 
     def read_labels(self, value: str) -> list[str]:
-        return list(json.loads(value))
+        return list(loads_scalar(value))
 
     def json_value(self, value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
     def read_json_value(self, value: str) -> Any:
-        return json.loads(value)
+        return loads_scalar(value)
 
     def day(self, value: date) -> str:
         return value.isoformat()
