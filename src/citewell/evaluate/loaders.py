@@ -3,7 +3,9 @@ evidence) and ``Document`` (a text to ingest), read from each data set's own fil
 
 Every gold evidence range indexes the canonical text of a document as citewell stores it: the
 loaders strip each text the way the text parser does, so an ``Evidence`` range names the same
-characters in the document and in the ingested source (code points, ``end`` exclusive).
+characters in the document and in the ingested source (code points, ``end`` exclusive). Where
+the parser changes more (line ends, a byte-order mark, NUL characters), ``restated`` moves every
+range through the same change once the server has said what it stored.
 
 A loader takes the data set's folder (the files keep their source format, so the same loader reads
 other splits of the same data set) and a split name, which picks the files of that folder.
@@ -26,7 +28,9 @@ __all__ = [
     "Document",
     "Evidence",
     "load",
+    "restated",
     "squad_format",
+    "uploadable",
 ]
 
 
@@ -64,6 +68,64 @@ class Case:
     article: str = ""
     """The title of the article the question was written on (SQuAD-format sets; "" in the
     others): what a split by article keys on."""
+
+
+_DROPPED = frozenset("\x00\ufeff")
+"""Characters the text parser drops or refuses (NUL: the file would look binary)."""
+
+
+def uploadable(text: str) -> str:
+    """A document's text as the runner sends it: without what the text parser refuses."""
+    return text.replace("\x00", "")
+
+
+def restated(data: DataSet, stored: dict[tuple[str, str], str]) -> DataSet:
+    """``data`` over its documents' texts as the server stored them ((bucket, filename) → text),
+    each gold range moved to the same characters. Raises ``ValueError`` naming a document whose
+    stored text is not its own normalised (line ends, a byte-order mark, NUL characters,
+    whitespace at either end)."""
+    offsets: dict[tuple[str, str], list[int]] = {}
+    documents: dict[tuple[str, str], Document] = {}
+    for key, document in data.documents.items():
+        moved = _offsets(document.text, stored[key])
+        if moved is None:
+            raise ValueError(f"the server's text of {key[0]}/{key[1]} differs from the file")
+        offsets[key] = moved
+        documents[key] = replace(document, text=stored[key])
+
+    def moved(case: Case, evidence: Evidence) -> Evidence:
+        key = (case.bucket, evidence.filename)
+        if key not in offsets:
+            return evidence
+        start, end = offsets[key][evidence.start], offsets[key][evidence.end]
+        return replace(evidence, start=start, end=end, text=stored[key][start:end])
+
+    cases = [replace(c, evidence=tuple(moved(c, e) for e in c.evidence)) for c in data.cases]
+    return DataSet(data.name, cases, documents)
+
+
+def _offsets(original: str, stored: str) -> list[int] | None:
+    """For each offset of ``original`` (its length included), the same place in ``stored``, when
+    ``stored`` is ``original`` with line ends turned into ``\\n`` and characters dropped (NUL, a
+    byte-order mark, whitespace at either end); else None. One pass, no search."""
+    mapping = [0] * (len(original) + 1)
+    i = j = 0
+    while i < len(original):
+        mapping[i] = j
+        char = original[i]
+        if j < len(stored) and char == stored[j]:
+            i, j = i + 1, j + 1
+        elif char == "\r" and j < len(stored) and stored[j] == "\n":
+            if original.startswith("\n", i + 1):  # CRLF: both become the one \n
+                mapping[i + 1] = j
+                i += 1
+            i, j = i + 1, j + 1
+        elif char in _DROPPED or char.isspace():
+            i += 1
+        else:
+            return None
+    mapping[len(original)] = j
+    return mapping if j == len(stored) else None
 
 
 @dataclass(frozen=True, slots=True)

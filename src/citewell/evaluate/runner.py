@@ -4,7 +4,8 @@ through one surface with the official SDK, and collect what came back.
 The server is one already running (``url``) or one started here (``serving``: ``citewell serve
 --port 0`` on a fresh data folder). Each bucket of the data set is created on the server and its
 documents uploaded (``POST /v1/buckets/{bucket}/sources``); the server's canonical text of each
-must equal the loader's, or the gold ranges would not index it.
+is read back, and the gold ranges are moved onto it (``loaders.restated``: line ends, a byte-order
+mark and NUL characters are what the text parser changes).
 
 Surfaces: ``responses`` (``POST /v1/responses`` with a ``file_search`` tool naming the case's
 bucket, and ``include=["file_search_call.results"]``: the only surface that shows what was
@@ -29,7 +30,7 @@ from typing import Any, Literal
 import httpx
 
 from citewell.engine import REFUSALS
-from citewell.evaluate.loaders import Case, DataSet
+from citewell.evaluate.loaders import Case, DataSet, restated, uploadable
 from citewell.evaluate.metrics import Cited, Outcome
 
 __all__ = ["SURFACES", "Asker", "ask_all", "ingest", "make_asker", "serving"]
@@ -112,29 +113,34 @@ def ingest(
     api_key: str,
     *,
     progress: Callable[[int, int], None] | None = None,
-) -> dict[str, str]:
-    """Creates each bucket and uploads its documents; returns bucket slug → bucket id.
+) -> tuple[dict[str, str], DataSet]:
+    """Creates each bucket and uploads its documents; returns bucket slug → bucket id, and
+    ``data`` over the texts as the server stored them, gold ranges moved with them
+    (``loaders.restated``).
 
-    Raises ``RuntimeError`` if the server's canonical text of a document differs from the
-    loader's (its gold ranges would not index it)."""
+    Raises ``RuntimeError`` if the server's canonical text of a document is more than the
+    loader's normalised (its gold ranges could not be moved)."""
     headers = {"Authorization": f"Bearer {api_key}"}
     buckets: dict[str, str] = {}
+    stored: dict[tuple[str, str], str] = {}
     with httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=600) as client:
         for slug in sorted({b for b, _ in data.documents} | {c.bucket for c in data.cases}):
             response = client.post("/v1/buckets", json={"slug": slug})
             response.raise_for_status()
             buckets[slug] = response.json()["id"]
         for done, ((slug, filename), document) in enumerate(sorted(data.documents.items())):
-            files = {"file": (filename, document.text.encode(), "text/plain")}
+            files = {"file": (filename, uploadable(document.text).encode(), "text/plain")}
             response = client.post(f"/v1/buckets/{slug}/sources", files=files)
             response.raise_for_status()
             source = response.json()["source"]
             text = client.get(f"/v1/sources/{source['id']}/text").raise_for_status().json()["text"]
-            if text != document.text:
-                raise RuntimeError(f"the server's text of {slug}/{filename} differs from the file")
+            stored[(slug, filename)] = text
             if progress:
                 progress(done + 1, len(data.documents))
-    return buckets
+    try:
+        return buckets, restated(data, stored)
+    except ValueError as error:
+        raise RuntimeError(str(error)) from None
 
 
 def _declined(text: str) -> bool:
@@ -315,7 +321,7 @@ def evaluate(
             url = stack.enter_context(serving(Path(folder), generator=generator))
         started = time.perf_counter()
         step = (lambda done, total: progress("ingest", done, total)) if progress else None
-        buckets = ingest(data, url, api_key, progress=step)
+        buckets, data = ingest(data, url, api_key, progress=step)
         ingest_s = time.perf_counter() - started
         ask = make_asker(surface, url, api_key, buckets, data, model)
         step = (lambda done, total: progress("ask", done, total)) if progress else None
