@@ -87,10 +87,10 @@ def restated(data: DataSet, stored: dict[tuple[str, str], str]) -> DataSet:
     offsets: dict[tuple[str, str], list[int]] = {}
     documents: dict[tuple[str, str], Document] = {}
     for key, document in data.documents.items():
-        moved = _offsets(document.text, stored[key])
-        if moved is None:
+        mapping = _offsets(document.text, stored[key])
+        if mapping is None:
             raise ValueError(f"the server's text of {key[0]}/{key[1]} differs from the file")
-        offsets[key] = moved
+        offsets[key] = mapping
         documents[key] = replace(document, text=stored[key])
 
     def moved(case: Case, evidence: Evidence) -> Evidence:
