@@ -440,6 +440,14 @@ class Settings(BaseSettings):
         "request needs an API key; when not, the server binds to this machine only and serves "
         "one open tenant.",
     )
+    model_aliases: dict[str, str] = Field(
+        default_factory=dict,
+        description="Model names that clients written for other services send, mapped to the "
+        "agent that answers them: names or glob patterns, tried in order, after the agents' own "
+        'names, e.g. `{"gpt-4o": "citewell-agent", "claude-*": "citewell-agent"}`, or '
+        '`{"*": "citewell-agent"}` for every name. Off (empty) by default: an unknown model is '
+        "a 404. The response's `model` names the agent that answered.",
+    )
     server: ServerSettings = Field(default_factory=ServerSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     retrieve: RetrieveSettings = Field(default_factory=RetrieveSettings)

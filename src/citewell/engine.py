@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from fnmatch import fnmatchcase
 
 import anyio.to_thread
 import numpy as np
@@ -158,12 +159,19 @@ class Engine:
         self.generators = dict(generators)
         self.verifier = verifier
         self._agents = {agent.name: agent for agent in agents}
+        self._aliases = library.settings.model_aliases
 
     def agent(self, name: str | None, *, tenant_id: str = Tenant.DEFAULT_ID) -> Agent:
         """The agent of this name (the default agent for None): one the server was configured
-        with, or one the tenant made."""
+        with, or one the tenant made; else the agent an alias maps the name to
+        (``Settings.model_aliases``)."""
         wanted = name or Agent.DEFAULT_NAME
-        agent = next((a for a in self.agents(tenant_id=tenant_id) if a.name == wanted), None)
+        agents = {a.name: a for a in reversed(self.agents(tenant_id=tenant_id))}
+        aliased = next(
+            (target for pattern, target in self._aliases.items() if fnmatchcase(wanted, pattern)),
+            None,
+        )
+        agent = agents.get(wanted) or (agents.get(aliased) if aliased else None)
         if agent is None:
             raise NotFound(f"The model `{name}` does not exist.", param="model")
         return agent

@@ -112,7 +112,7 @@ async def create_chat_completion(
     )
     options = ChatOptions(
         id=secrets.token_hex(12),
-        model=body.model or agent.name,
+        model=agent.name,  # which agent answered, also when the request named an alias
         created_at=int(time.time()),
         citation_compat=compat,
         sources_appendix=appendix,

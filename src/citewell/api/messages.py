@@ -223,7 +223,7 @@ async def create_message(
     )
     options = MessageOptions(
         id=secrets.token_hex(12),
-        model=body.model,
+        model=agent.name,  # which agent answered, also when the request named an alias
         created_at=int(time.time()),
         show_sources=agent.show_sources,
         instructions=instructions,

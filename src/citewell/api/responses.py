@@ -158,7 +158,7 @@ async def create_response(
     )
     options = ResponseOptions(
         id=secrets.token_hex(12),
-        model=body.model or agent.name,
+        model=agent.name,  # which agent answered, also when the request named an alias
         created_at=int(time.time()),
         citation_compat=compat,
         sources_appendix=appendix,
