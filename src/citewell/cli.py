@@ -45,6 +45,7 @@ from citewell.model import (
     SearchRequest,
     Tenant,
 )
+from citewell.progress import Progress
 
 if TYPE_CHECKING:
     from citewell.api.search import SearchResults
@@ -192,14 +193,15 @@ def ingest(
             if not create:
                 raise
             target = library.create_bucket(bucket)
-        # tqdm hides the bar when stderr is not a terminal (disable=None).
-        for path in tqdm(files, desc="ingesting", unit="file", file=sys.stderr, disable=None):
-            pages = _PageBar(path)
+        ingested = Progress("ingesting", len(files), unit="files")
+        for done, path in enumerate(files, 1):
+            pages = _PageProgress(path)
             try:
                 result = library.ingest_path(path, bucket=target.id, progress=pages, **options)
             except Exception as exc:  # one bad file must not stop the others
                 reason = _reason(exc)
                 report(path, {"outcome": "failed", "error": reason}, f"{path}: failed: {reason}")
+                ingested.update_to(done)
                 continue
             finally:
                 pages.close()
@@ -207,6 +209,8 @@ def ingest(
             source = result.source
             line = f"{path}: {result.outcome.value} ({source.id}, version {source.version})"
             report(path, record, line)
+            ingested.update_to(done)
+        ingested.close()
     if as_json:
         _echo_json(records)
     summary = "".join(f", {n} {outcome}" for outcome, n in sorted(counts.items()))
@@ -215,30 +219,22 @@ def ingest(
         sys.exit(EXIT_FAILED)
 
 
-class _PageBar:
-    """A second bar under the files' bar, for the pages of a file read with OCR (if any)."""
+class _PageProgress:
+    """Under the files' progress, the pages of a file read with OCR (if any)."""
 
     def __init__(self, path: Path) -> None:
         self._name = path.name
-        self._bar: Any = None
+        self._pages: Progress | None = None
 
     def __call__(self, done: int, total: int) -> None:
-        if self._bar is None and total:
-            self._bar = tqdm(
-                total=total,
-                desc=f"OCR {self._name}",
-                unit="page",
-                file=sys.stderr,
-                disable=None,
-                leave=False,
-                position=1,
-            )
-        if self._bar is not None:
-            self._bar.update(done - self._bar.n)
+        if self._pages is None and total:
+            self._pages = Progress(f"OCR {self._name}", total, unit="pages", position=1)
+        if self._pages is not None:
+            self._pages.update_to(done, total)
 
     def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
+        if self._pages is not None:
+            self._pages.close()
 
 
 def _walk(paths: Sequence[Path]) -> tuple[list[Path], list[tuple[Path, str]]]:
@@ -880,11 +876,14 @@ def eval_(
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "citewell": citewell.__version__,
     }
-    bars: dict[str, tqdm[Any]] = {}
+    bars: dict[str, Progress] = {}
 
     def progress(stage: str, done: int, total: int) -> None:
-        bar = bars.setdefault(stage, tqdm(total=total, desc=stage, file=sys.stderr, leave=False))
-        bar.update(done - bar.n)
+        if stage not in bars:
+            bars[stage] = Progress(
+                stage, total, unit="documents" if stage == "ingest" else "questions"
+            )
+        bars[stage].update_to(done, total)
 
     try:
         report = evaluate(

@@ -42,5 +42,7 @@ def test_eval_xquad_reports_every_figure_per_language(evaldata: Path, tmp_path: 
     answered = [c for c in report["cases"] if not c["outcome"]["declined"]]
     assert answered and all(c["outcome"]["citations"] for c in answered)
     assert "contains_gold" in done.stdout
+    # Not a terminal: plain progress lines, no bar's carriage returns or cursor escapes.
+    assert "\r" not in done.stderr and "\x1b[" not in done.stderr
     html = page.read_text(encoding="utf-8")
     assert html.count("<tr>") == 16 and report["cases"][0]["case"]["question"] in html
