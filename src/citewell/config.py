@@ -70,6 +70,20 @@ class IngestSettings(_Group):
         description="Largest total a packaged file (DOCX) may unpack to, in bytes.",
     )
     max_pages: int = Field(default=5000, gt=0, description="Most pages read from one document.")
+    max_ocr_pages: int = Field(
+        default=1000,
+        gt=0,
+        description="Most pages of one file read with OCR (pages without a text layer that are "
+        "not blank; blank pages are told apart without OCR): a file with more is refused (413) "
+        "before OCR starts.",
+    )
+    max_tenant_ocr_pages: int = Field(
+        default=2000,
+        gt=0,
+        description="Most pages that one tenant may have waiting for OCR or being read at once, "
+        "over all its uploads: an upload that would go over is refused (429) until some of "
+        "them are read.",
+    )
     max_records: int = Field(
         default=200_000, gt=0, description="Most rows (CSV) or records (JSON) read from one file."
     )

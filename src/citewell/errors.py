@@ -6,7 +6,8 @@
     │   ├── NotFound           ... it names something that does not exist (or is not visible)
     │   ├── Unauthenticated    ... it carries no valid API key where one is required
     │   ├── PermissionDenied   ... the caller may not do this
-    │   └── Conflict           ... it clashes with the current state
+    │   ├── Conflict           ... it clashes with the current state
+    │   └── QuotaExceeded      ... its tenant has used up a budget for now: retry later
     ├── IngestError            the input file: citewell cannot read it
     │   ├── UnsupportedFormat  ... no parser for its media type
     │   ├── FileTooLarge       ... over a configured size limit
@@ -37,6 +38,7 @@ __all__ = [
     "NotFound",
     "ParseError",
     "PermissionDenied",
+    "QuotaExceeded",
     "StoreError",
     "Unauthenticated",
     "UnsupportedFormat",
@@ -78,6 +80,11 @@ class PermissionDenied(InvalidRequest):
 
 class Conflict(InvalidRequest):
     """The request clashes with the current state."""
+
+
+class QuotaExceeded(InvalidRequest):
+    """The caller's tenant has used up a budget for now (pages waiting for OCR); a later retry,
+    once some of that work is done, may pass."""
 
 
 class IngestError(CitewellError):

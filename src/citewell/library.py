@@ -20,7 +20,7 @@ import secrets
 import socket
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import IO
@@ -45,6 +45,7 @@ from citewell.errors import (
     NotFound,
     ParseError,
     PermissionDenied,
+    QuotaExceeded,
 )
 from citewell.ingest import detect_media_type, parse, read_limited
 from citewell.ingest.chunk import chunk_document, chunk_text_for_embedding
@@ -66,7 +67,7 @@ from citewell.model import (
 from citewell.retrieve.search import search
 from citewell.scalar_text import has_surrogates
 from citewell.store import Store, open_store
-from citewell.store.base import SourceDraft, Vectors, job_under_way, new_source_id
+from citewell.store.base import SourceDraft, Vectors, new_source_id
 from citewell.store.blobs import content_hash
 
 __all__ = ["Library"]
@@ -103,6 +104,7 @@ class Library:
         """Who holds the leases of the background ingests this library runs."""
         self._runs = 0  # background ingests under way here
         self._runs_lock = threading.Lock()
+        self._budget_lock = threading.Lock()  # the OCR budget is checked and spent at once
         self._stopping = threading.Event()
         self._worker: threading.Thread | None = None
 
@@ -302,7 +304,9 @@ class Library:
 
         Returns the ``IngestResult`` when the file needed no OCR; else the ``IngestJob`` of the
         source being read (``ingest_job``), the same job for the same bytes sent again to the
-        bucket meanwhile. Whatever fails before OCR starts is raised here, as by ``ingest``.
+        bucket meanwhile. Whatever fails before OCR starts is raised here, as by ``ingest``;
+        ``QuotaExceeded`` when the tenant's pages waiting for OCR, with this file's, would be
+        over ``IngestSettings.max_tenant_ocr_pages``.
         """
         target = self.get_bucket(bucket, principal=principal)
         _may_label(acl, principal)
@@ -329,12 +333,14 @@ class Library:
 
         def started(total: int) -> None:
             # Only now is it a job: a file that needs no OCR is stored before submit returns.
-            self.store.add_job(
-                replace(job, pages_total=total),
-                data,
-                owner=self.worker_id,
-                lease_seconds=self.settings.jobs.lease_seconds,
-            )
+            with self._budget_lock:
+                self._within_ocr_budget(job.tenant_id, total)
+                self.store.add_job(
+                    replace(job, pages_total=total),
+                    data,
+                    owner=self.worker_id,
+                    lease_seconds=self.settings.jobs.lease_seconds,
+                )
             self.start_worker()
             ocr_started.set()
 
@@ -362,15 +368,12 @@ class Library:
         return [job for job in self.store.list_jobs(target.id) if principal.can_see(job.acl)]
 
     def forget_job(self, source_id: str, *, principal: Principal = LOCAL) -> None:
-        """Forget a background ingest that ended, so that its failure is no longer reported.
+        """Forget a background ingest: one that ended is no longer reported, one under way is
+        cancelled (OCR stops at its next page, wherever it runs, and nothing is stored).
 
-        Raises ``Conflict`` while it is under way (it cannot be stopped) and ``NotFound`` as
-        ``ingest_job`` does.
+        Raises ``NotFound`` as ``ingest_job`` does.
         """
-        job = self.ingest_job(source_id, principal=principal)
-        if job.active:
-            raise job_under_way(source_id)
-        self.store.delete_job(job.source_id)
+        self.store.delete_job(self.ingest_job(source_id, principal=principal).source_id)
 
     def ingest_path(self, path: Path | str, *, bucket: str, **options: object) -> IngestResult:
         """``ingest`` a file from disk; its size is checked before it is read."""
@@ -419,7 +422,14 @@ class Library:
         ]
 
     def delete_source(self, source_id: str, *, principal: Principal = LOCAL) -> None:
-        self.store.delete_source(self.get_source(source_id, principal=principal).id)
+        """Delete one version; a source still being read with OCR is cancelled (``forget_job``),
+        and one whose ingest failed is forgotten."""
+        try:
+            source = self.get_source(source_id, principal=principal)
+        except NotFound:
+            self.forget_job(source_id, principal=principal)
+            return
+        self.store.delete_source(source.id)
 
     def source_text(self, source_id: str, *, principal: Principal = LOCAL) -> str:
         """The canonical text that every span of the source indexes."""
@@ -461,6 +471,16 @@ class Library:
         return done
 
     # internals -------------------------------------------------------------------------------
+    def _within_ocr_budget(self, tenant_id: str, pages: int) -> None:
+        limit = self.settings.ingest.max_tenant_ocr_pages
+        waiting = self.store.ocr_backlog(tenant_id)
+        if waiting + pages > limit:
+            raise QuotaExceeded(
+                f"The file needs OCR on {pages:,} pages, and {waiting:,} pages of this tenant are"
+                f" waiting for OCR already; the limit is {limit:,} at once"
+                " (CITEWELL_INGEST__MAX_TENANT_OCR_PAGES). Send it again once some are read."
+            )
+
     def _held(self, bucket_id: str, digest: str, principal: Principal) -> Source | None:
         """The source with these bytes in the bucket that the caller sees, if any: one it
         cannot see is neither shown nor reused (the caller stores its own)."""
@@ -524,8 +544,10 @@ class Library:
             if started is not None:
                 started(total)
                 started = None
-            else:
-                self.store.job_progress(job.source_id, owner=self.worker_id, done=done, total=total)
+            elif not self.store.job_progress(
+                job.source_id, owner=self.worker_id, done=done, total=total
+            ):
+                raise _Cancelled  # deleted (or taken over): the pages not begun are not read
 
         try:
             result = self.ingest(
@@ -548,11 +570,20 @@ class Library:
             )
         except Exception as error:
             # While stopping, OCR was cancelled: ``close`` gives the job back.
-            if started is None and not self._stopping.is_set():
+            if (
+                started is None
+                and not self._stopping.is_set()
+                and not isinstance(error, _Cancelled)
+            ):
                 self._fail(job, error)
             raise
         if started is None:
-            self.store.finish_job(job.source_id, owner=self.worker_id, result_id=result.source.id)
+            finished = self.store.finish_job(
+                job.source_id, owner=self.worker_id, result_id=result.source.id
+            )
+            if not finished and result.source.id == job.source_id:
+                # Deleted while its last page was read: what it stored goes too.
+                self.store.delete_source(result.source.id)
         return result
 
     def _fail(self, job: IngestJob, error: Exception) -> None:
@@ -672,6 +703,11 @@ class Library:
             for i in range(0, len(texts), _EMBED_BATCH)
         ]
         return np.concatenate(parts)
+
+
+class _Cancelled(CancelledError):
+    """Raised into a background ingest whose job was deleted: it stops reading, as when the
+    process stops (not the file's fault)."""
 
 
 _STAGING = "_importing-"

@@ -580,11 +580,21 @@ def test_a_file_in_progress_has_no_content_stays_and_holds_its_bytes(
     assert file_id in assert_error(copy, 409, code="conflict")["message"]
     content = client.get(f"/v1/vector_stores/{store}/files/{file_id}/content")
     assert assert_error(content, 409, code="conflict")["param"] == "file_id"
-    removed = client.delete(f"/v1/vector_stores/{store}/files/{file_id}")
-    assert "cannot be stopped" in assert_error(removed, 409, code="conflict")["message"]
     gate.opened.set()
     assert settled(client, store, file_id)["status"] == "completed"
     assert listed(client, store) == [file_id]
+
+
+def test_a_file_in_progress_is_cancelled_by_removing_it(
+    client: TestClient, store: str, documents: Path, gate: OcrGate
+) -> None:
+    file_id = openai_file(client, "scan.pdf", scan(documents))
+    assert attach(client, store, file_id)["status"] == "in_progress"
+    assert ok(client.delete(f"/v1/vector_stores/{store}/files/{file_id}"))["deleted"] is True
+    assert_error(client.get(f"/v1/vector_stores/{store}/files/{file_id}"), 404)
+    assert counted(client, store) == ("completed", counts())
+    gate.opened.set()
+    assert ok(client.get(f"/v1/files/{file_id}"))["id"] == file_id  # the upload stays
 
 
 def test_a_file_whose_ocr_fails_is_failed_with_the_reason_until_removed(
@@ -629,20 +639,24 @@ def test_a_file_the_server_fails_to_store_is_failed_with_a_server_error(
     }
 
 
-def test_an_uploaded_file_being_read_cannot_be_deleted_and_a_failed_one_goes_with_it(
+def test_deleting_an_uploaded_file_cancels_its_reading_and_takes_a_failed_one_with_it(
     client: TestClient, store: str, documents: Path, gate: OcrGate
 ) -> None:
     gate.failures.append("scan.pdf: page 1 could not be read")
-    file_id = openai_file(client, "scan.pdf", scan(documents))
-    attach(client, store, file_id)
-    refused = client.delete(f"/v1/files/{file_id}")
-    assert "cannot be stopped" in assert_error(refused, 409, code="conflict")["message"]
-    assert ok(client.get(f"/v1/files/{file_id}"))["id"] == file_id
+    failing = openai_file(client, "scan.pdf", scan(documents))
+    attach(client, store, failing)
     gate.opened.set()
-    assert settled(client, store, file_id)["status"] == "failed"
-    assert ok(client.delete(f"/v1/files/{file_id}"))["deleted"] is True
-    assert_error(client.get(f"/v1/vector_stores/{store}/files/{file_id}"), 404)
+    assert settled(client, store, failing)["status"] == "failed"
+    assert ok(client.delete(f"/v1/files/{failing}"))["deleted"] is True
+    assert_error(client.get(f"/v1/vector_stores/{store}/files/{failing}"), 404)
     assert counted(client, store) == ("completed", counts())
+    gate.opened.clear()
+    reading = openai_file(client, "again.pdf", scan(documents) + b"\n")
+    assert attach(client, store, reading)["status"] == "in_progress"
+    assert ok(client.delete(f"/v1/files/{reading}"))["deleted"] is True
+    assert_error(client.get(f"/v1/files/{reading}"), 404)
+    assert counted(client, store) == ("completed", counts())
+    gate.opened.set()
 
 
 def test_a_failed_file_attached_again_is_read_again(

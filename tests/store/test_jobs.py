@@ -134,16 +134,26 @@ def test_a_job_given_back_by_a_stopping_process_is_queued_uncounted(store: Store
     assert taken is not None and (taken.source_id, taken.attempts) == (held.source_id, 1)
 
 
-def test_a_job_is_forgotten_only_once_it_ended(store: Store) -> None:
+def test_a_job_that_ended_is_forgotten(store: Store) -> None:
     held = job(store, b"scan")
-    with pytest.raises(Conflict):
-        store.delete_job(held.source_id)
     store.finish_job(held.source_id, owner="a", error="page 1 could not be read")
     store.delete_job(held.source_id)
     with pytest.raises(NotFound):
         store.get_job(held.source_id)
     with pytest.raises(NotFound):
         store.delete_job(held.source_id)
+
+
+def test_a_job_under_way_is_cancelled_and_its_runner_told_at_its_next_page(store: Store) -> None:
+    held = job(store, b"scan")
+    assert store.job_progress(held.source_id, owner="a", done=1, total=3)
+    assert store.ocr_backlog(held.tenant_id) == 2
+    store.delete_job(held.source_id)
+    assert not store.job_progress(held.source_id, owner="a", done=2, total=3)
+    assert not store.finish_job(held.source_id, owner="a", result_id=held.source_id)
+    assert store.ocr_backlog(held.tenant_id) == 0
+    with pytest.raises(NotFound):
+        store.job_content(held.source_id)  # its bytes went with it
 
 
 def test_a_jobs_bytes_outlive_a_deleted_source_of_the_same_bytes(store: Store) -> None:

@@ -34,7 +34,7 @@ from citewell.api.deps import (
 )
 from citewell.api.errors import is_anthropic, request_id
 from citewell.api.sources import read_upload
-from citewell.errors import Conflict, InvalidRequest, StoreError, UnsupportedFormat
+from citewell.errors import InvalidRequest, StoreError, UnsupportedFormat
 from citewell.ingest import detect_media_type
 from citewell.library import Library
 from citewell.model import Principal
@@ -243,16 +243,8 @@ async def delete_file(
 
 def _delete(files: FileStore, library: Library, file_id: str, principal: Principal) -> None:
     files.get(file_id, tenant_id=principal.tenant_id)
-    jobs = library.jobs_of_file(file_id, principal=principal)
-    if reading := next((job for job in jobs if job.active), None):
-        # The job would store a source of the deleted file once OCR ends.
-        raise Conflict(
-            f"File '{file_id}' is being read with OCR in vector store '{reading.bucket_id}'"
-            " and OCR cannot be stopped: delete it once it is completed.",
-            param="file_id",
-        )
-    for job in jobs:
-        library.forget_job(job.source_id, principal=principal)
+    for job in library.jobs_of_file(file_id, principal=principal):
+        library.forget_job(job.source_id, principal=principal)  # one being read is cancelled
     for source in library.sources_from_file(file_id, principal=principal):
         library.delete_source(source.id, principal=principal)
     # Last: until the file itself is gone, a failed deletion can be retried.

@@ -418,21 +418,14 @@ def get_vector_store_file_content(
 def delete_vector_store_file(
     vector_store_id: str, file_id: str, library: LibraryDep, principal: Deleting
 ) -> VectorStoreFileDeleted:
-    """Delete the source, or forget a failed file; the uploaded file stays. A file in progress
-    cannot be removed (409): OCR cannot be stopped."""
+    """Delete the source, cancel a file in progress (OCR stops at its next page), or forget a
+    failed file; the uploaded file stays."""
     bucket = _bucket(library, vector_store_id, principal)
     found = _find(library, bucket, file_id, principal)
     if isinstance(found, Source):
         library.delete_source(found.id, principal=principal)
-        return VectorStoreFileDeleted(id=file_id)
-    try:
+    else:
         library.forget_job(found.source_id, principal=principal)
-    except Conflict:
-        raise Conflict(
-            f"File '{file_id}' in vector store '{bucket.id}' is in progress and OCR cannot be"
-            " stopped: remove it once it is completed.",
-            param="file_id",
-        ) from None
     return VectorStoreFileDeleted(id=file_id)
 
 

@@ -26,7 +26,7 @@ from pathlib import Path, PurePath
 import pypdfium2
 
 from citewell.config import IngestSettings
-from citewell.errors import ConfigError, FileTooLarge, IngestError, ParseError, UnsupportedFormat
+from citewell.errors import CitewellError, FileTooLarge, IngestError, ParseError, UnsupportedFormat
 from citewell.ingest import docx, html, image, markdown, pdf, records, text
 from citewell.ingest.base import ParsedDocument, Parser, ScanParser
 from citewell.ingest.limits import check_limit
@@ -189,8 +189,10 @@ def _foreign_errors(filename: str, media_type: str) -> Iterator[None]:
     """Turn any failure while parsing into an ``IngestError`` that names the file."""
     try:
         yield
-    except (IngestError, ConfigError):
-        raise  # ConfigError: OCR is needed and its models are missing; the operator must act
+    except CitewellError:
+        # The file's own (IngestError), the operator's (ConfigError: OCR's models are missing),
+        # or the caller's, raised by whoever hears of OCR's progress (a budget).
+        raise
     except CancelledError:
         raise  # OCR stopped with the process: not the file's fault
     except MemoryError:

@@ -76,6 +76,13 @@ class ImageParser:
             check_limit(
                 frames.count, limits.max_pages, what="pages", setting="max_pages", filename=filename
             )
+            check_limit(
+                frames.count,
+                limits.max_ocr_pages,
+                what="pages to read with OCR",
+                setting="max_ocr_pages",
+                filename=filename,
+            )
             sizes = [frames.size(index) for index in range(frames.count)]
             for width, height in sizes:
                 _check_pixels(width * height, ocr.settings.max_image_pixels, filename)

@@ -51,6 +51,7 @@ from citewell.config import OcrSettings
 from citewell.errors import ConfigError
 
 __all__ = [
+    "BLANK_LIGHTEST_INK",
     "Box",
     "Line",
     "Ocr",
@@ -59,10 +60,15 @@ __all__ = [
     "Progress",
     "Recogniser",
     "Word",
+    "is_blank",
 ]
 
 MIN_TURN_CONFIDENCE = 14.0
 """Least OSD confidence for turning a page upright (ocrmypdf's --rotate-pages-threshold)."""
+
+BLANK_LIGHTEST_INK = 160
+"""A page whose darkest pixel is lighter than this (0 black, 255 white) has nothing to read: it is
+not given to tesseract (an upload of blank pages must not buy minutes of OCR)."""
 
 MIN_SKEW = 0.3
 """Least tilt, in degrees, a page is turned level for: a page tilted less is read as given."""
@@ -185,6 +191,8 @@ class Recogniser:
 
     def _read_page(self, page: PageImage) -> PageText:
         image = _grey(page())
+        if is_blank(image):
+            return PageText(image.width, image.height, (), 0, 0.0, self.settings.languages)
         turn, script = self._orientation(image)
         upright = image.rotate(turn, expand=True) if turn else image
         level, skew = _level(upright)
@@ -260,6 +268,12 @@ def _settle(futures: Sequence[Future[PageText]]) -> None:
     for future in futures:
         with suppress(CancelledError):
             future.exception()
+
+
+def is_blank(image: Image.Image) -> bool:
+    """Whether a page image has no ink at all (``BLANK_LIGHTEST_INK``)."""
+    darkest, _ = _grey(image).getextrema()  # a grey image has one band: (least, most)
+    return bool(int(darkest) >= BLANK_LIGHTEST_INK)  # type: ignore[arg-type]
 
 
 def _grey(image: Image.Image) -> Image.Image:

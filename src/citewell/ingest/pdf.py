@@ -15,10 +15,11 @@ paragraphs and headings. Choices that matter for citations:
   producers set 1 pt fonts in a scaled matrix); bold or italic comes from the font's name,
   weight and flags.
 - PDFium is not thread-safe: a lock serialises all use of it in this process.
-- With ``ocr``, every page without a text layer (``pdf_layout.has_text_layer``) is rendered as
-  displayed, in grey at ``OcrSettings.dpi`` (lower when the page would be over
-  ``max_image_pixels``), and read by OCR: pages are rendered by the OCR workers one at a time,
-  so a long scan is never held in memory whole.
+- With ``ocr``, every page without a text layer (``pdf_layout.has_text_layer``) that is not
+  blank (drawn at ``BLANK_DPI`` first) is rendered as displayed, in grey at ``OcrSettings.dpi``
+  (lower when the page would be over ``max_image_pixels``), and read by OCR: pages are rendered
+  by the OCR workers one at a time, so a long scan is never held in memory whole. A file with
+  more such pages than ``IngestSettings.max_ocr_pages`` is refused before OCR starts.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from citewell.config import IngestSettings, OcrSettings
 from citewell.errors import ParseError
 from citewell.ingest.base import ParsedDocument
 from citewell.ingest.limits import check_limit
-from citewell.ingest.ocr import Ocr, PageText
+from citewell.ingest.ocr import Ocr, PageText, is_blank
 from citewell.ingest.pdf_layout import PageGlyphs, has_text_layer, layout_document
 from citewell.ingest.pdf_tables import find_tables
 
@@ -297,9 +298,43 @@ def _render(document: Any, index: int, settings: OcrSettings) -> Image.Image:
             page.close()
 
 
-def _read_scans(document: Any, pages: Sequence[PageGlyphs], ocr: Ocr) -> dict[int, PageText]:
-    """What OCR reads on each page without a text layer, by page number."""
-    numbers = [page.number for page in pages if not has_text_layer(page)]
+BLANK_DPI = 48
+"""Resolution a page without a text layer is first drawn at, to tell a blank one without OCR:
+a few milliseconds a page, where OCR takes seconds."""
+
+
+def _is_blank(document: Any, index: int) -> bool:
+    """Whether page ``index`` (0-based), as displayed, shows no ink (``ocr.is_blank``)."""
+    with PDFIUM_LOCK:
+        page = document[index]
+        try:
+            bitmap = page.render(scale=BLANK_DPI / 72, grayscale=True)
+            try:
+                return is_blank(bitmap.to_pil())
+            finally:
+                bitmap.close()
+        finally:
+            page.close()
+
+
+def _read_scans(
+    document: Any, pages: Sequence[PageGlyphs], ocr: Ocr, limits: IngestSettings, filename: str
+) -> dict[int, PageText]:
+    """What OCR reads on each page without a text layer that is not blank, by page number.
+
+    Raises ``FileTooLarge`` when there are more such pages than ``limits.max_ocr_pages``."""
+    numbers = [
+        page.number
+        for page in pages
+        if not has_text_layer(page) and not _is_blank(document, page.number - 1)
+    ]
+    check_limit(
+        len(numbers),
+        limits.max_ocr_pages,
+        what="pages to read with OCR",
+        setting="max_ocr_pages",
+        filename=filename,
+    )
     images = [partial(_render, document, number - 1, ocr.settings) for number in numbers]
     return dict(zip(numbers, ocr.read(images), strict=True))
 
@@ -320,7 +355,7 @@ class PdfParser:
                 )
                 pages = [read_page(document, index, filename) for index in range(count)]
                 title = _metadata_title(document)
-            scans = _read_scans(document, pages, ocr) if ocr is not None else {}
+            scans = {} if ocr is None else _read_scans(document, pages, ocr, limits, filename)
         finally:
             with PDFIUM_LOCK:
                 document.close()

@@ -16,7 +16,6 @@ from typing import Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from citewell.errors import Conflict
 from citewell.ingest.base import CharBoxes, CharConfidences, ChunkDraft
 from citewell.ingest.jobs import IngestJob
 from citewell.model import (
@@ -49,7 +48,6 @@ __all__ = [
     "Vectors",
     "chunk_id",
     "job_interrupted",
-    "job_under_way",
     "new_id",
     "new_source_id",
     "sources_quoted",
@@ -109,13 +107,6 @@ def chunk_id(source_id: str, index: int) -> str:
 def job_interrupted(attempts: int) -> str:
     """Why a job failed whose process stopped on every attempt."""
     return f"the ingest was interrupted {attempts} times: the servers reading it stopped"
-
-
-def job_under_way(job_id: str) -> Conflict:
-    """What forgetting a job that has yet to end raises."""
-    return Conflict(
-        f"source '{job_id}' is still being read with OCR; it cannot be stopped", param="source_id"
-    )
 
 
 def sources_quoted(answer: Answer) -> set[str]:
@@ -325,8 +316,13 @@ class Store(Protocol):
         """Extend every lease ``owner`` holds to ``lease_seconds`` from now."""
         ...
 
-    def job_progress(self, job_id: str, *, owner: str, done: int, total: int) -> None:
-        """Record the pages read so far."""
+    def job_progress(self, job_id: str, *, owner: str, done: int, total: int) -> bool:
+        """Record the pages read so far. False when ``owner`` no longer runs the job (it was
+        deleted, or taken over): the caller stops reading."""
+        ...
+
+    def ocr_backlog(self, tenant_id: str) -> int:
+        """Pages the tenant's jobs under way have yet to read."""
         ...
 
     def finish_job(
@@ -337,10 +333,11 @@ class Store(Protocol):
         result_id: str | None = None,
         error: str | None = None,
         unreadable: bool = False,
-    ) -> None:
+    ) -> bool:
         """End a job: ``done`` with the source it ended with, or ``failed`` with ``error``
         (the file's bytes are deleted unless a source or another job holds them). Keeps the
-        newest ``KEPT_FINISHED`` ended jobs."""
+        newest ``KEPT_FINISHED`` ended jobs. False when ``owner`` no longer ran the job (it was
+        deleted meanwhile: what it stored must go too)."""
         ...
 
     def release_jobs(self, *, owner: str) -> None:
@@ -348,7 +345,8 @@ class Store(Protocol):
         ...
 
     def delete_job(self, job_id: str) -> None:
-        """Forget a job that ended; ``Conflict`` while it is under way, ``NotFound`` for none."""
+        """Forget a job; one under way is cancelled (its runner stops at its next page, told by
+        ``job_progress``, and stores nothing). ``NotFound`` for none."""
         ...
 
     # answers -------------------------------------------------------------------------------

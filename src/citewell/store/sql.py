@@ -36,7 +36,6 @@ from citewell.store.base import (
     StoredAnswer,
     StoredTrace,
     job_interrupted,
-    job_under_way,
     new_id,
     sources_quoted,
 )
@@ -375,15 +374,24 @@ class SqlStore(ABC, Generic[C]):
                 (*until.params, owner),
             )
 
-    def job_progress(self, job_id: str, *, owner: str, done: int, total: int) -> None:
+    def job_progress(self, job_id: str, *, owner: str, done: int, total: int) -> bool:
         now = self._dialect.now(_now())
         with self._write() as conn:
-            self._run(
+            updated = self._run(
                 conn,
                 f"UPDATE ingest_jobs SET pages_done = ?, pages_total = ?, updated_at = {now.sql}"
                 " WHERE id = ? AND lease_owner = ? AND state = 'running'",
                 (done, total, *now.params, job_id, owner),
-            )
+            ).rowcount
+        return bool(updated)
+
+    def ocr_backlog(self, tenant_id: str) -> int:
+        rows = self._rows(
+            "SELECT COALESCE(SUM(pages_total - pages_done), 0) AS pages FROM ingest_jobs"
+            " WHERE tenant_id = ? AND state IN ('queued', 'running')",
+            (tenant_id,),
+        )
+        return int(rows[0]["pages"])
 
     def finish_job(
         self,
@@ -393,7 +401,7 @@ class SqlStore(ABC, Generic[C]):
         result_id: str | None = None,
         error: str | None = None,
         unreadable: bool = False,
-    ) -> None:
+    ) -> bool:
         state = JobState.DONE if error is None else JobState.FAILED
         now = self._dialect.now(_now())
         with self._write() as conn:
@@ -407,6 +415,7 @@ class SqlStore(ABC, Generic[C]):
             self._run(conn, _FORGET_OLD_JOBS, (KEPT_FINISHED,))
         if row is not None and error is not None:
             self._after_removal({row["content_hash"]})
+        return row is not None
 
     def release_jobs(self, *, owner: str) -> None:
         with self._write() as conn:
@@ -420,13 +429,12 @@ class SqlStore(ABC, Generic[C]):
 
     def delete_job(self, job_id: str) -> None:
         with self._write() as conn:
-            deleted = self._run(
-                conn,
-                "DELETE FROM ingest_jobs WHERE id = ? AND state IN ('done', 'failed')",
-                (job_id,),
-            ).rowcount
-        if not deleted:
-            raise job_under_way(self.get_job(job_id).source_id)
+            row = self._run(
+                conn, "DELETE FROM ingest_jobs WHERE id = ? RETURNING content_hash", (job_id,)
+            ).fetchone()
+        if row is None:
+            raise NotFound(f"no source '{job_id}'", param="source_id")
+        self._after_removal({row["content_hash"]})
 
     def _job(self, row: Row) -> IngestJob:
         day = row["effective_date"]
