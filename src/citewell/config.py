@@ -77,6 +77,13 @@ class IngestSettings(_Group):
         "not blank; blank pages are told apart without OCR): a file with more is refused (413) "
         "before OCR starts.",
     )
+    max_request_document_bytes: int = Field(
+        default=10_000_000,
+        gt=0,
+        description="Most bytes of the documents that one Messages request carries, all together "
+        "(text as UTF-8, PDFs decoded, files named by id included): a request with more is "
+        "refused with a 413 in Anthropic's shape, before any of them is read.",
+    )
     max_tenant_ocr_pages: int = Field(
         default=2000,
         gt=0,

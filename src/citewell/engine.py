@@ -231,12 +231,15 @@ class Engine:
             passages = tuple(redact_passage(p, agent.redact) for p in passages)
         retrieved_at = time.perf_counter()
         yield Retrieved(passages, question.text)
-        evidence = build_evidence(
-            question.text,
-            detect_language(question.text) or _main_language(passages),
-            passages,
-            history=question.history,
-            instructions=question.instructions,
+        # In a worker thread: the passages of a large request document are seconds of work.
+        evidence = await anyio.to_thread.run_sync(
+            lambda: build_evidence(
+                question.text,
+                detect_language(question.text) or _main_language(passages),
+                passages,
+                history=question.history,
+                instructions=question.instructions,
+            )
         )
         attribution = Attribution(evidence, agent, self._verifier(agent), self._pages(question))
         writer = _AnswerWriter(evidence, agent, attribution)

@@ -423,6 +423,32 @@ def test_a_pdf_over_the_size_limit_is_refused(settings: Settings, pdf: str) -> N
     assert "limit" in assert_anthropic_error(response, 400, "invalid_request_error")
 
 
+def test_documents_over_the_request_limit_are_too_large_in_anthropics_shape(
+    settings: Settings,
+) -> None:
+    limits = settings.ingest.model_copy(update={"max_request_document_bytes": 1000})
+    with TestClient(create_app(settings.model_copy(update={"ingest": limits}))) as client:
+        fits = ask(client, text_doc("é" * 250), text_doc("a" * 499), question="x?")
+        assert fits.status_code == 200, fits.text  # 500 + 499 bytes: within the limit
+        over = ask(client, text_doc("é" * 250), text_doc("a" * 501), question="x?")
+        error = assert_anthropic_error(over, 413, "request_too_large")
+        assert "CITEWELL_INGEST__MAX_REQUEST_DOCUMENT_BYTES" in error
+        sdk = anthropic.Anthropic(api_key="x", base_url=str(client.base_url), http_client=client)
+        with pytest.raises(anthropic.APIStatusError) as refused:
+            sdk.messages.create(
+                model="citewell-agent",
+                max_tokens=50,
+                messages=[
+                    {
+                        "role": "user",
+                        "content": [text_doc("b" * 2000), {"type": "text", "text": "x?"}],
+                    }
+                ],  # type: ignore[list-item]
+            )
+        assert refused.value.status_code == 413
+        assert client.get("/healthz").status_code == 200
+
+
 def test_a_huge_body_is_too_large_in_anthropics_shape(client: TestClient) -> None:
     response = client.post(
         "/v1/messages",

@@ -10,11 +10,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Protocol
 
+import anyio.to_thread
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from citewell.api.errors import GENERIC_MESSAGE, error_response
-from citewell.engine import AnswerEvent, Completed, Engine
+from citewell.engine import AnswerEvent, Completed, Engine, Retrieved
 from citewell.errors import GeneratorError, InvalidRequest, NotFound
 from citewell.generate.base import Turn
 from citewell.model import Agent, Answer, Principal
@@ -167,6 +168,15 @@ class EventRenderer(Protocol):
     def fail(self, message: str) -> list[str]: ...
 
 
+async def rendered(renderer: EventRenderer, event: AnswerEvent) -> list[str]:
+    """The renderer's lines for an event. Those of the events that carry every passage or the
+    whole answer are made in a worker thread: over a large request document they take seconds
+    (counting its tokens), which the event loop must not wait for."""
+    if isinstance(event, Retrieved | Completed):
+        return await anyio.to_thread.run_sync(renderer.feed, event)
+    return renderer.feed(event)
+
+
 async def event_stream(
     events: AsyncIterator[AnswerEvent],
     renderer: EventRenderer,
@@ -184,9 +194,9 @@ async def event_stream(
 
     async def body() -> AsyncIterator[str]:
         try:
-            yield "".join(renderer.feed(first))
+            yield "".join(await rendered(renderer, first))
             async for event in events:
-                lines = renderer.feed(event)
+                lines = await rendered(renderer, event)
                 if isinstance(event, Completed) and on_completed is not None:
                     await on_completed(event.answer)
                 if lines:

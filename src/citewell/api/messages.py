@@ -26,7 +26,7 @@ from fastapi import APIRouter, Header, Request
 from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from citewell.api.answering import MAX_ITEMS, MAX_TEXT, Name, Text
+from citewell.api.answering import MAX_ITEMS, MAX_TEXT, Name, Text, rendered
 from citewell.api.deps import Asking, EngineDep
 from citewell.api.errors import GENERIC_MESSAGE, request_id
 from citewell.api.files import get_files
@@ -41,7 +41,13 @@ from citewell.documents import (
     given_documents,
 )
 from citewell.engine import AnswerEvent, Question
-from citewell.errors import GeneratorError, GeneratorTimeout, GeneratorUnavailable, InvalidRequest
+from citewell.errors import (
+    FileTooLarge,
+    GeneratorError,
+    GeneratorTimeout,
+    GeneratorUnavailable,
+    InvalidRequest,
+)
 from citewell.generate.base import Turn
 from citewell.model import Permission
 from citewell.render.common import dumps
@@ -203,7 +209,8 @@ async def create_message(
     rid = request_id(request.scope)
     version = api_version(anthropic_version)
     agent = engine.agent(body.model, tenant_id=principal.tenant_id)
-    reading = _Reading(body, version, get_files(request), principal.tenant_id)
+    limit = engine.library.settings.ingest.max_request_document_bytes
+    reading = _Reading(body, version, get_files(request), principal.tenant_id, limit)
     conversation = await anyio.to_thread.run_sync(reading.read)
     given = None
     instructions = reading.instructions()
@@ -242,9 +249,9 @@ async def create_message(
             headers={**headers, "cache-control": "no-cache", "x-accel-buffering": "no"},
         )
     answer = await engine.ask(question, agent=agent, principal=principal)
-    return Response(
-        dumps(render_message(answer, options)), media_type="application/json", headers=headers
-    )
+    # In a worker thread, as ``rendered``: counting a large document's tokens takes a while.
+    message = await anyio.to_thread.run_sync(lambda: dumps(render_message(answer, options)))
+    return Response(message, media_type="application/json", headers=headers)
 
 
 async def _sse(
@@ -252,9 +259,9 @@ async def _sse(
 ) -> AsyncIterator[str]:
     """The answer's events as SSE; a failure after the start ends it with an ``error`` event."""
     try:
-        yield "".join(stream.feed(first))
+        yield "".join(await rendered(stream, first))
         async for event in events:
-            lines = stream.feed(event)
+            lines = await rendered(stream, event)
             if lines:
                 yield "".join(lines)
     except GeneratorError as exc:
@@ -274,15 +281,20 @@ class _Reading:
     """Reads a request's messages: turns, instructions, documents and search results, and
     checks the rules of citations and of the API version."""
 
-    def __init__(self, body: MessagesBody, version: str, files: FileStore, tenant: str) -> None:
+    def __init__(
+        self, body: MessagesBody, version: str, files: FileStore, tenant: str, max_bytes: int
+    ) -> None:
         self.body = body
         self.strict = version == NEW_VERSION
         self.files = files
         self.tenant = tenant
+        self.max_bytes = max_bytes
+        """Most bytes of all the request's documents together."""
         self.items: list[RequestDocument | RequestSearchResult] = []
         self.notes: list[str] = []
         self._documents = 0
         self._results = 0
+        self._bytes = 0
 
     def instructions(self) -> str | None:
         return "\n\n".join(self.notes) or None
@@ -387,6 +399,7 @@ class _Reading:
                 "file or send it as base64.",
                 param=param,
             )
+        self._count(body)
         return RequestDocument(
             index=index,
             body=body,
@@ -396,6 +409,19 @@ class _Reading:
             file_id=file_id,
             param=param,
         )
+
+    def _count(self, body: TextBody | PdfBody | BlocksBody) -> None:
+        if isinstance(body, TextBody):
+            self._bytes += len(body.text.encode("utf-8", "surrogatepass"))
+        elif isinstance(body, PdfBody):
+            self._bytes += len(body.data)
+        else:
+            self._bytes += sum(len(text.encode("utf-8", "surrogatepass")) for text in body.blocks)
+        if self._bytes > self.max_bytes:
+            raise FileTooLarge(
+                f"The request's documents are larger than the limit of {self.max_bytes:,} bytes"
+                " all together (CITEWELL_INGEST__MAX_REQUEST_DOCUMENT_BYTES)."
+            )
 
     def _file(self, file_id: str, param: str) -> TextBody | PdfBody:
         stored = self.files.get(file_id, tenant_id=self.tenant)

@@ -20,6 +20,8 @@ import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
+import anyio.to_thread
+
 from citewell.generate.answer_types import carries, expected_type
 from citewell.generate.base import CitedSentence, Declined, Draft, Evidence
 from citewell.generate.overlap import QuestionTerms, sentence_overlaps
@@ -117,7 +119,9 @@ class ExtractiveGenerator:
         self.weights = weights or Weights()
 
     async def generate(self, evidence: Evidence, *, agent: Agent) -> AsyncIterator[Draft]:
-        for draft in self.drafts(evidence, agent=agent):
+        # In a worker thread: scoring every sentence of a large request document takes seconds,
+        # which the event loop (and every other request) must not wait for.
+        for draft in await anyio.to_thread.run_sync(lambda: self.drafts(evidence, agent=agent)):
             yield draft
 
     def drafts(self, evidence: Evidence, *, agent: Agent) -> list[Draft]:

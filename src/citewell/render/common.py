@@ -339,9 +339,24 @@ _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+|[^\w\s]")
 
 
+_PIECE = 65_536
+"""Characters counted in one regex call: a call holds the GIL throughout, and over a 10 MB
+document one would keep the event loop from running for half a second."""
+
+
 def count_tokens(text: str | None) -> int:
     """A rough token count (words, marks and CJK characters): citewell runs no tokenizer."""
-    return len(_TOKEN.findall(text)) if text else 0
+    if not text:
+        return 0
+    count, start = 0, 0
+    while start < len(text):
+        end = min(start + _PIECE, len(text))
+        if end < len(text):
+            space = text.rfind(" ", start, end)  # no word is cut in two (CJK needs no space)
+            end = space + 1 if space > start else end
+        count += len(_TOKEN.findall(text, start, end))
+        start = end
+    return count
 
 
 def token_usage(answer: Answer, options: AnswerOptions, rendered: str) -> tuple[int, int]:
