@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from citewell.errors import Conflict, NotFound
+from citewell.errors import NotFound
 from citewell.ingest.jobs import IngestJob, JobState
 from citewell.store.base import Store, job_interrupted, new_source_id
 from citewell.store.blobs import content_hash
