@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 OLD_SDKS := openai1 anthropic0 anthropic1
 OLD_SDK_RUN := CITEWELL_SERVER_PYTHON=$(CURDIR)/$(BIN)/python
 
-.PHONY: run test test-local install local tesseract chromium pgbouncer screenshots lint bench clean llama-wheel llm $(OLD_SDKS)
+.PHONY: run test test-local install local tesseract chromium pgbouncer screenshots lint fuzz bench clean llama-wheel llm $(OLD_SDKS)
 
 # `make run LLM=local`: the default agent answers with the local generator, on SmolLM2-135M
 # unless CITEWELL_GENERATE__LOCAL__MODEL_PATH names another GGUF file.
@@ -59,6 +59,14 @@ lint: install
 	$(BIN)/ruff check src tests bench scripts
 	$(BIN)/ruff format --check src tests bench scripts
 	$(BIN)/mypy
+
+# Schemathesis against a real server, every operation of the OpenAPI spec (bench/fuzz.py): it
+# prints the requests sent by status and fails on any 5xx. Not part of `make test` (minutes).
+SCHEMATHESIS_VERSION := 4.32.5
+
+fuzz: install
+	$(BIN)/python -m pip install --quiet 'schemathesis==$(SCHEMATHESIS_VERSION)'
+	$(BIN)/python bench/fuzz.py $(FUZZ_ARGS)
 
 # A real local OpenAI-compatible server for the generator's tests: llama-cpp-python's server with
 # SmolLM2-135M, in its own venv so the main one stays quick to install. llama-cpp-python ships no
