@@ -14,13 +14,13 @@ def test_ingesting_an_image_reads_it_with_ocr_and_counts_its_pages(
     tmp_path: Path, documents: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     counted: list[tuple[str, int, int]] = []
-    tell = cli._PageBar.__call__
+    tell = cli._PageProgress.__call__
 
-    def recording(bar: cli._PageBar, done: int, total: int) -> None:
+    def recording(bar: cli._PageProgress, done: int, total: int) -> None:
         counted.append((bar._name, done, total))
         tell(bar, done, total)
 
-    monkeypatch.setattr(cli._PageBar, "__call__", recording)
+    monkeypatch.setattr(cli._PageProgress, "__call__", recording)
     poster = documents / "images" / "easyocr_english.png"
     note = tmp_path / "note.txt"
     note.write_text("No OCR for plain text.")

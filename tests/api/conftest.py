@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -75,6 +76,16 @@ def two_scans(documents: Path) -> bytes:
     buffer = io.BytesIO()
     merged.save(buffer)
     return buffer.getvalue()
+
+
+def until_settled(client: TestClient, source_id: str) -> dict[str, Any]:
+    """GET the source until it is no longer processing (the test does not time it)."""
+    for _ in range(600):
+        source: dict[str, Any] = client.get(f"/v1/sources/{source_id}").json()
+        if source["status"] != "processing":
+            return source
+        time.sleep(0.1)
+    raise AssertionError(f"{source_id} still processing")
 
 
 def upload(client: TestClient, bucket: str, filename: str, data: bytes, **form: str) -> Response:

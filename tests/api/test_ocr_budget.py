@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +17,7 @@ from PIL import Image
 from citewell.api import create_app
 from citewell.config import IngestSettings, OcrSettings, Settings
 from citewell.ingest.ocr import PageImage, PageText, Recogniser, is_blank
-from tests.api.conftest import assert_error, search, two_scans, upload
+from tests.api.conftest import assert_error, search, two_scans, until_settled, upload
 
 
 @dataclass
@@ -130,15 +129,6 @@ def test_a_source_being_read_is_cancelled_and_deleted_and_stores_nothing(
         assert search(client, "coronavirus infection", ["scans"])["data"] == []
         assert_error(client.get(f"/v1/sources/{source_id}"), 404)
     assert tesseract.pages == 1
-
-
-def until_settled(client: TestClient, source_id: str) -> dict[str, object]:
-    for _ in range(600):
-        source: dict[str, object] = client.get(f"/v1/sources/{source_id}").json()
-        if source["status"] != "processing":
-            return source
-        time.sleep(0.1)
-    raise AssertionError(f"{source_id} still processing")
 
 
 def test_the_budgets_are_settings_with_safe_defaults() -> None:

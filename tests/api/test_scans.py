@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -19,7 +17,7 @@ from citewell.ingest.jobs import IngestJob
 from citewell.ingest.ocr import PageImage, PageText, Recogniser
 from citewell.library import Library
 from citewell.model import Principal
-from tests.api.conftest import assert_error, search, two_scans, upload
+from tests.api.conftest import assert_error, search, two_scans, until_settled, upload
 
 PHRASE = "Reduce your risk of coronavirus infection"
 
@@ -49,16 +47,6 @@ def _poster(documents: Path) -> bytes:
     return (documents / "images" / "easyocr_english.png").read_bytes()
 
 
-def _until_settled(client: TestClient, source_id: str) -> dict[str, Any]:
-    """GET the source until it is no longer processing (the test does not time it)."""
-    for _ in range(600):
-        source: dict[str, Any] = client.get(f"/v1/sources/{source_id}").json()
-        if source["status"] != "processing":
-            return source
-        time.sleep(0.1)
-    raise AssertionError(f"{source_id} still processing")
-
-
 def test_a_scan_is_accepted_processing_then_ready_and_found(
     client: TestClient, documents: Path, gate: threading.Event
 ) -> None:
@@ -84,7 +72,7 @@ def test_a_scan_is_accepted_processing_then_ready_and_found(
     assert search(client, PHRASE, ["scans"])["data"] == []
 
     gate.set()
-    ready = _until_settled(client, source["id"])
+    ready = until_settled(client, source["id"])
     assert (ready["status"], ready["progress"], ready["modality"]) == ("ready", None, "image")
     assert (ready["version"], ready["page_count"]) == (1, 1)
     hits = search(client, PHRASE, ["scans"])["data"]
@@ -101,7 +89,7 @@ def test_the_same_scan_sent_twice_meanwhile_is_one_source(
     again = upload(client, "scans", "poster-again.png", _poster(documents))
     assert (again.status_code, again.json()["source"]["id"]) == (202, first["id"])
     gate.set()
-    assert _until_settled(client, first["id"])["status"] == "ready"
+    assert until_settled(client, first["id"])["status"] == "ready"
 
 
 def test_a_scan_that_fails_during_ocr_shows_failed_with_the_reason(
@@ -117,7 +105,7 @@ def test_a_scan_that_fails_during_ocr_shows_failed_with_the_reason(
     response = upload(client, "scans", "poster.png", _poster(documents))
     assert response.status_code == 202
     started.set()
-    failed = _until_settled(client, response.json()["source"]["id"])
+    failed = until_settled(client, response.json()["source"]["id"])
     assert (failed["status"], failed["error"]) == (
         "failed",
         "poster.png: page 1 could not be read",
@@ -175,7 +163,7 @@ def test_a_citation_into_a_scan_lands_on_its_page_and_covers_its_ocr_words(
     client: TestClient, documents: Path
 ) -> None:
     source_id = upload(client, "scans", "scans.pdf", two_scans(documents)).json()["source"]["id"]
-    assert _until_settled(client, source_id)["status"] == "ready"
+    assert until_settled(client, source_id)["status"] == "ready"
     response = client.post(
         "/v1/responses",
         json={

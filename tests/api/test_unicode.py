@@ -115,6 +115,29 @@ def test_an_upload_with_a_lone_surrogate_in_a_field_is_refused_and_not_stored(
     assert client.get(f"/v1/buckets/{slug}/sources").json()["data"] == []
 
 
+def test_paths_queries_and_file_names_cannot_carry_a_surrogate(client: TestClient) -> None:
+    """They are decoded from bytes, with the bytes of an encoded surrogate replaced."""
+    slug, _, data = _bucket_with_a_note(client)
+    assert_error(client.get("/v1/buckets/%ED%A0%80"), 404, code="not_found")
+    listed = client.get(f"/v1/buckets/{slug}/sources?include_superseded=%ED%A0%80")
+    assert_error(listed, 400)
+    boundary = "b0undary"
+    body = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="a'.encode()
+        + b'\xed\xa0\x80.txt"\r\n\r\n'
+        + data
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
+    stored = client.post(
+        f"/v1/buckets/{slug}/sources",
+        content=body,
+        headers={"content-type": f"multipart/form-data; boundary={boundary}"},
+    )
+    assert stored.status_code == 201, stored.text
+    assert not has_surrogates(stored.json()["source"]["filename"])
+    assert client.get(f"/v1/buckets/{slug}/sources").status_code == 200
+
+
 def test_a_stored_row_with_a_surrogate_is_read_with_the_replacement_character(
     settings: Settings, tmp_path: Path
 ) -> None:
