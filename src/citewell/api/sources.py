@@ -33,7 +33,6 @@ from citewell.api.deps import (
     WireModel,
     WireObject,
 )
-from citewell.api.text_guard import check_scalar_text
 from citewell.errors import FileTooLarge, InvalidRequest, NotFound
 from citewell.ingest.jobs import IngestJob, JobState
 from citewell.library import Library
@@ -359,11 +358,9 @@ def _json_field(raw: str | None, param: str) -> Any:
     if raw is None or not raw.strip():
         return None
     try:
-        value = json.loads(raw)
+        return json.loads(raw)
     except ValueError:
         raise InvalidRequest(f"{param} is not valid JSON.", param=param) from None
-    check_scalar_text(value, param)
-    return value
 
 
 def original_response(

@@ -1,40 +1,29 @@
 """Only Unicode scalar text in and out of the HTTP API (``citewell.scalar_text``).
 
 ``ScalarTextGuard`` refuses, with a 400 in the caller's dialect and before the app reads a byte,
-a JSON body holding an unpaired surrogate escape; multipart fields that hold JSON are checked
-where they are decoded (``check_scalar_text``). Query strings, paths, headers and multipart
-text cannot carry surrogates: they are decoded from bytes, with bad bytes replaced.
+a JSON body holding an unpaired surrogate escape; the JSON of multipart fields (an upload's
+``acl`` and ``metadata``) is checked by the library, for every caller. Query strings, paths,
+headers and multipart text cannot carry surrogates: they are decoded from bytes, with bad bytes
+replaced.
 What goes out is written without surrogates (``citewell.api.json_response`` and the event
 renderers), so that a row stored before this check existed never breaks a read.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from citewell.api.errors import anthropic_error_response, error_response, is_anthropic
-from citewell.errors import InvalidRequest
-from citewell.scalar_text import has_surrogates, unpaired_escape
+from citewell.scalar_text import unpaired_escape
 
-__all__ = ["ScalarTextGuard", "check_scalar_text"]
+__all__ = ["ScalarTextGuard"]
 
 CODE = "invalid_unicode"
+MESSAGE = (
+    "The request body holds an unpaired UTF-16 surrogate escape (such as \\ud800): text must be"
+    " valid Unicode."
+)
 _FORMS = (b"multipart/form-data", b"application/x-www-form-urlencoded")
-
-
-def check_scalar_text(value: Any, param: str) -> None:
-    """Raise ``InvalidRequest`` when a value decoded from JSON by hand holds a surrogate."""
-    if has_surrogates(value):
-        raise InvalidRequest(_message(param), param=param)
-
-
-def _message(where: str) -> str:
-    return (
-        f"{where} holds an unpaired UTF-16 surrogate escape (such as \\ud800): text must be"
-        " valid Unicode."
-    )
 
 
 class ScalarTextGuard:
@@ -83,9 +72,8 @@ def _replay(messages: list[Message], receive: Receive) -> Receive:
 
 
 async def _refuse(scope: Scope, receive: Receive, send: Send) -> None:
-    message = _message("The request body")
     if is_anthropic(scope):
-        response = anthropic_error_response(scope, 400, message)
+        response = anthropic_error_response(scope, 400, MESSAGE)
     else:
-        response = error_response(400, message, code=CODE)
+        response = error_response(400, MESSAGE, code=CODE)
     await response(scope, receive, send)
