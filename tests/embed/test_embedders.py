@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from citewell.config import RetrieveSettings
+from citewell.config import RetrieveSettings, Settings
 from citewell.embed import Embedder, open_embedder
 from citewell.embed.e5 import E5Small
 from citewell.embed.use import UniversalSentenceEncoder
@@ -45,23 +45,26 @@ CASES = {
 }
 
 
+def settings_for(name: str) -> Settings:
+    # The model cache is the installation's (`make install` builds into it), as a server's is.
+    return Settings(retrieve=RetrieveSettings(embedder=name, threads=1))  # type: ignore[arg-type]
+
+
 @pytest.fixture(scope="module", params=NAMES)
 def embedder(request: pytest.FixtureRequest) -> Embedder:
-    return open_embedder(RetrieveSettings(embedder=request.param, threads=1))
+    return open_embedder(settings_for(request.param))
 
 
 def test_open_embedder_finds_each_by_name() -> None:
-    assert isinstance(open_embedder(RetrieveSettings(embedder="e5-small", threads=1)), E5Small)
-    assert isinstance(
-        open_embedder(RetrieveSettings(embedder="use", threads=1)), UniversalSentenceEncoder
-    )
+    assert isinstance(open_embedder(settings_for("e5-small")), E5Small)
+    assert isinstance(open_embedder(settings_for("use")), UniversalSentenceEncoder)
 
 
 def test_an_unknown_embedder_is_a_config_error() -> None:
     # model_construct skips validation, as a settings object built some other way might.
-    settings = RetrieveSettings.model_construct(embedder="word2vec", threads=1)
+    retrieve = RetrieveSettings.model_construct(embedder="word2vec", threads=1)
     with pytest.raises(ConfigError, match="word2vec"):
-        open_embedder(settings)
+        open_embedder(Settings(retrieve=retrieve))
 
 
 def test_passages_are_unit_float32_rows(embedder: Embedder) -> None:
@@ -91,13 +94,15 @@ def test_a_refund_query_ranks_the_refund_passage_first(embedder: Embedder, case:
     assert scores[0] > scores[1]
 
 
-@pytest.mark.parametrize("cls", [E5Small, UniversalSentenceEncoder])
-def test_batching_does_not_change_the_vectors(
-    cls: type[E5Small | UniversalSentenceEncoder],
-) -> None:
+@pytest.mark.parametrize("name", NAMES)
+def test_batching_does_not_change_the_vectors(name: str) -> None:
     texts = [case[1] for case in CASES.values()] + ["one more", "and another one"]
-    whole = cls(threads=1).embed_passages(texts)
-    in_pairs = cls(threads=1, batch_size=2).embed_passages(texts)
+    cache = Settings().model_cache_dir
+    make = {
+        "e5-small": lambda size: E5Small(1, cache, batch_size=size),
+        "use": lambda size: UniversalSentenceEncoder(1, batch_size=size),
+    }[name]
+    whole, in_pairs = make(32).embed_passages(texts), make(2).embed_passages(texts)
     assert np.abs(whole - in_pairs).max() < 1e-4
 
 

@@ -1,6 +1,6 @@
 """Embedders, by name: the bundled models register here the way a plugin would.
 
-embedder = open_embedder(settings.retrieve)
+embedder = open_embedder(settings)
 vectors = embedder.embed_passages(["..."])
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from citewell.config import RetrieveSettings
+from citewell.config import Settings
 from citewell.embed.base import Embedder
 from citewell.embed.e5 import E5Small
 from citewell.embed.use import UniversalSentenceEncoder
@@ -16,19 +16,18 @@ from citewell.errors import ConfigError
 
 __all__ = ["EMBEDDERS", "Embedder", "open_embedder"]
 
-EMBEDDERS: dict[str, Callable[[RetrieveSettings], Embedder]] = {
-    E5Small.name: lambda settings: E5Small(threads=settings.threads),
-    UniversalSentenceEncoder.name: lambda settings: UniversalSentenceEncoder(
-        threads=settings.threads
-    ),
+EMBEDDERS: dict[str, Callable[[Settings], Embedder]] = {
+    "e5-small": lambda settings: E5Small(settings.retrieve.threads, settings.model_cache_dir),
+    "use": lambda settings: UniversalSentenceEncoder(threads=settings.retrieve.threads),
 }
-"""Name (``RetrieveSettings.embedder``) → factory. Models load on first use, not here."""
+"""Setting (``RetrieveSettings.embedder``) → factory. Models load on first use, not here."""
 
 
-def open_embedder(settings: RetrieveSettings) -> Embedder:
-    """The embedder named by ``settings.embedder``; raises ``ConfigError`` for an unknown name."""
-    factory = EMBEDDERS.get(settings.embedder)
+def open_embedder(settings: Settings) -> Embedder:
+    """The embedder ``settings.retrieve`` names; raises ``ConfigError`` for an unknown name."""
+    name = settings.retrieve.embedder
+    factory = EMBEDDERS.get(name)
     if factory is None:
         known = ", ".join(sorted(EMBEDDERS))
-        raise ConfigError(f"unknown embedder {settings.embedder!r}; known: {known}")
+        raise ConfigError(f"unknown embedder {name!r}; known: {known}")
     return factory(settings)

