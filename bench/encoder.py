@@ -84,9 +84,8 @@ def parity(count: int) -> None:
                 passages = (encoder.embed(["passage: " + t for t in texts]) * reference).sum(1)
                 asked = (encoder.embed(["query: " + t for t in texts]) * queries).sum(1)
                 both = np.concatenate([passages, asked])
-                cosine_rows.append(
-                    [language, name, len(both), both.min(), percentile(list(both), 1), both.mean()]
-                )
+                spread = (both.min(), percentile(list(both), 1), both.mean())
+                cosine_rows.append([language, name, len(both), *(f"{c:.4f}" for c in spread)])
     print(table(token_rows, ["language", "texts", "identical ids", "mean tokens", "max tokens"]))
     print()
     print(table(cosine_rows, ["language", "model", "vectors", "min", "p1", "mean"]))

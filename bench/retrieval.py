@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from citewell.config import RetrieveSettings, Settings
-from citewell.embed import open_embedder
 from citewell.library import Library
 from citewell.model import Principal
 from citewell.retrieve.search import fusion_for
@@ -101,28 +100,28 @@ def settings_for(embedder: str, corpus: str) -> Settings:
     slug = corpus.lower().replace(" ", "-")
     return Settings(
         data_dir=CACHE / f"retrieval-{embedder}" / slug,
-        retrieve=RetrieveSettings(embedder=embedder, threads=1),
+        retrieve=RetrieveSettings(threads=1),
     )
 
 
-def _ingest_slice(settings: Settings, items: list[tuple[str, str]]) -> int:
-    with Library.open(settings) as library:
+def _ingest_slice(settings: Settings, embedder: str, items: list[tuple[str, str]]) -> int:
+    with open_library(settings, embedder) as library:
         library.create_bucket("corpus")
         for name, text in items:
             library.ingest(text.encode(), filename=f"{name}.txt", bucket="corpus")
     return len(items)
 
 
-def ingest(settings: Settings, corpus: Corpus, workers: int) -> None:
+def ingest(settings: Settings, embedder: str, corpus: Corpus, workers: int) -> None:
     """Ingest every document (a no-op for those already there), in ``workers`` processes."""
     items = sorted(corpus.documents.items())
     slices = [items[i::workers] for i in range(workers)]
     started = time.perf_counter()
     if workers == 1:
-        _ingest_slice(settings, items)
+        _ingest_slice(settings, embedder, items)
     else:
         with ProcessPoolExecutor(workers) as pool:
-            list(pool.map(_ingest_slice, [settings] * workers, slices))
+            list(pool.map(_ingest_slice, [settings] * workers, [embedder] * workers, slices))
     print(f"  {corpus.name}: {len(items)} documents ready in {time.perf_counter() - started:.0f} s")
 
 
@@ -191,14 +190,13 @@ def quality(embedders: Sequence[str], workers: int, depth: int) -> None:
     corpora = [scifact(evaldata), *(xquad_r(evaldata, lang) for lang in ("en", "es", "zh"))]
     for embedder in embedders:
         print(f"\n## {embedder}")
-        retrieve = RetrieveSettings(embedder=embedder)
-        default_fusion = fusion_for(retrieve, open_embedder(Settings(retrieve=retrieve)))
         rows, grid_rows = [], {}
         for corpus in corpora:
             settings = settings_for(embedder, corpus.name)
-            ingest(settings, corpus, workers)
-            with Library.open(settings) as library:
+            ingest(settings, embedder, corpus, workers)
+            with open_library(settings, embedder) as library:
                 found, documents = candidates(library, corpus, depth)
+                default_fusion = fusion_for(settings.retrieve, library.embedder)
             lexical = scores((documents(h) for h in found.lexical), found.relevant)
             dense = scores((documents(h) for h in found.dense), found.relevant)
 

