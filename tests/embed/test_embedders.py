@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -112,3 +113,15 @@ def test_concurrent_queries_give_the_same_vectors(embedder: Embedder) -> None:
         vectors = list(pool.map(embedder.embed_query, queries))
     for i, vector in enumerate(vectors):
         assert np.allclose(vector, vectors[i % 3], atol=1e-6)
+
+
+def test_another_build_of_e5_names_its_own_vectors(tmp_path: Path) -> None:
+    from citewell.encoder import MeanPooling, Recipe
+
+    shallow = E5Small(1, tmp_path, recipe=Recipe("e5-small-2layers", 2, MeanPooling(), "fp32"))
+    default = E5Small(1, tmp_path)
+    assert (shallow.name, default.name) == ("e5-small-2layers", "e5-small")
+    query = "What is the refund window?"
+    assert float(shallow.embed_query(query) @ default.embed_query(query)) < 0.95
+    assert len(list(tmp_path.glob("e5-small-2layers-*.onnx"))) == 1
+    assert len(list(tmp_path.glob("e5-small-????????????????.onnx"))) == 1

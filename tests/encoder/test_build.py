@@ -99,9 +99,9 @@ def test_citewell_models_build_builds_then_checks(tmp_path: Path) -> None:
     first = CliRunner().invoke(main, ["models", "build", "--cache-dir", str(tmp_path)])
     assert first.exit_code == 0, first.output
     lines = first.output.splitlines()
-    assert lines[0] == f"building the e5-small-int8 model into {tmp_path} (once)"
-    (model,) = tmp_path.glob("e5-small-int8-*.onnx")
-    assert lines[-1] == f"e5-small-int8: {model} ({model.stat().st_size / 1e6:.1f} MB)"
+    assert lines[0] == f"building the e5-small model into {tmp_path} (once)"
+    (model,) = tmp_path.glob("e5-small-*.onnx")
+    assert lines[-1] == f"e5-small: {model} ({model.stat().st_size / 1e6:.1f} MB)"
     again = CliRunner().invoke(
         main, ["models", "build"], env={"CITEWELL_MODEL_CACHE_DIR": str(tmp_path)}
     )

@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 E5_EMBEDDING = Recipe(
-    name="e5-small-int8",
+    name="e5-small",
     layers=12,
     head=MeanPooling(),
     precision="int8",

@@ -16,6 +16,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -154,8 +155,9 @@ def cached_model(
 
 def _remove_older_builds(cache_dir: Path, name: str, keep: Path) -> None:
     """Earlier builds of the same model (other weights or versions) only take up room."""
+    earlier = re.compile(rf"{re.escape(name)}-[0-9a-f]{{16}}")
     for old in cache_dir.glob(f"{name}-*.onnx"):
-        if old != keep and len(old.stem) == len(keep.stem):
+        if old != keep and earlier.fullmatch(old.stem):
             old.unlink(missing_ok=True)
             old.with_suffix(".sha256").unlink(missing_ok=True)
 
