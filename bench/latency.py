@@ -33,7 +33,15 @@ from citewell.language import detect_language
 from citewell.library import Library
 from citewell.model import RetrievalMode, SearchRequest
 from citewell.store.base import SourceDraft
-from common import CACHE, evaldata_dir, open_library, percentile, read_jsonl, table
+from common import (
+    CACHE,
+    evaldata_dir,
+    model_tag,
+    open_library,
+    percentile,
+    read_jsonl,
+    table,
+)
 
 PASSAGES_PER_SOURCE = 100
 QUERIES = 200
@@ -52,10 +60,11 @@ def sentence_pools(evaldata: Path) -> dict[str, list[str]]:
     return {lang: rng.sample(sorted(set(found[lang])), size) for lang, size in POOL.items()}
 
 
-def pool_vectors(library: Library, pools: dict[str, list[str]]) -> dict[str, np.ndarray]:
+def pool_vectors(
+    library: Library, embedder: str, pools: dict[str, list[str]]
+) -> dict[str, np.ndarray]:
     """The real embedding of every pool sentence, computed once per embedder and cached."""
-    name = library.embedder.name
-    path = CACHE / f"latency-pool-{name}.npz"
+    path = CACHE / f"latency-pool-{embedder}{model_tag(embedder)}.npz"
     if path.exists():
         cached = np.load(path)
         return {lang: cached[lang] for lang in pools}
@@ -205,7 +214,7 @@ def latency(embedders: Sequence[str], sizes: Sequence[int], threads: int) -> Non
             with tempfile.TemporaryDirectory() as tmp:
                 settings = Settings(data_dir=Path(tmp), retrieve=RetrieveSettings(threads=threads))
                 with open_library(settings, embedder) as library:
-                    vectors = passage_vectors(pool_vectors(library, pools), passages)
+                    vectors = passage_vectors(pool_vectors(library, embedder, pools), passages)
                     rate = fill_store(library, texts, vectors)
                     started = time.perf_counter()
                     # The first search loads the vectors; the graph is then built in the background.

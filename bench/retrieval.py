@@ -37,6 +37,7 @@ from common import (
     evaldata_dir,
     machine,
     mean,
+    model_tag,
     ndcg_at,
     open_library,
     read_jsonl,
@@ -99,7 +100,7 @@ def xquad_r(evaldata: Path, language: str) -> Corpus:
 def settings_for(embedder: str, corpus: str) -> Settings:
     slug = corpus.lower().replace(" ", "-")
     return Settings(
-        data_dir=CACHE / f"retrieval-{embedder}" / slug,
+        data_dir=CACHE / f"retrieval-{embedder}{model_tag(embedder)}" / slug,
         retrieve=RetrieveSettings(threads=1),
     )
 
