@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 from pathlib import Path
 
 import pytest
@@ -106,3 +107,16 @@ def test_citewell_models_build_builds_then_checks(tmp_path: Path) -> None:
         main, ["models", "build"], env={"CITEWELL_MODEL_CACHE_DIR": str(tmp_path)}
     )
     assert again.exit_code == 0 and again.output.splitlines() == lines[-1:]
+
+
+def test_only_the_quantisers_advice_is_silenced(caplog: pytest.LogCaptureFixture) -> None:
+    from citewell.encoder.build import _quiet_quantiser
+
+    with _quiet_quantiser():
+        logging.warning("Please consider to run pre-processing before quantization. Refer to …")
+        logging.warning("a server's own warning")
+    logging.warning("Please consider to run pre-processing before quantization. Again.")
+    assert [r.getMessage() for r in caplog.records] == [
+        "a server's own warning",
+        "Please consider to run pre-processing before quantization. Again.",
+    ]

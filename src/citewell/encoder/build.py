@@ -111,9 +111,13 @@ def build(recipe: Recipe, weights: E5Weights, target: Path) -> None:
 
 @contextmanager
 def _quiet_quantiser() -> Iterator[None]:
-    """The quantiser logs advice to the root logger ("consider pre-processing") on every call."""
+    """The quantiser logs advice to the root logger ("consider pre-processing") on every call;
+    only that advice is dropped, not what other threads log meanwhile."""
     root = logging.getLogger()
-    advice = logging.Filter("citewell.never")  # passes no record
+
+    def advice(record: logging.LogRecord) -> bool:
+        return "pre-processing before quantization" not in record.getMessage()
+
     root.addFilter(advice)
     try:
         yield
