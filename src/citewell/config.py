@@ -31,6 +31,7 @@ __all__ = [
     "OpenAICompatibleSettings",
     "PostgresSettings",
     "PrivacySettings",
+    "ReadSettings",
     "RetrieveSettings",
     "ServerSettings",
     "Settings",
@@ -146,6 +147,21 @@ class RetrieveSettings(_Group):
     rrf_k: int = Field(default=60, ge=1, description="Rank offset k of reciprocal-rank fusion.")
     sentences_per_passage: int = Field(
         default=3, ge=1, description="Best-matching sentences reported with each passage."
+    )
+
+
+class ReadSettings(_Group):
+    reader: Literal["citewell-reader", "lexical"] = Field(
+        default="citewell-reader",
+        description="What decides which sentences answer and which spans support a claim: "
+        "'citewell-reader' (citewell's own cross-encoder, trained from e5-small's weights on "
+        "open data; docs/reader.md) or 'lexical' (word overlap, the fallback when the trained "
+        "reader cannot be built).",
+    )
+    threads: int = Field(
+        default_factory=default_threads,
+        ge=1,
+        description="Threads the reader's model computes with.",
     )
 
 
@@ -484,6 +500,7 @@ class Settings(BaseSettings):
     server: ServerSettings = Field(default_factory=ServerSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     retrieve: RetrieveSettings = Field(default_factory=RetrieveSettings)
+    read: ReadSettings = Field(default_factory=ReadSettings)
     generate: GenerateSettings = Field(default_factory=GenerateSettings)
     cite: CiteSettings = Field(default_factory=CiteSettings)
     privacy: PrivacySettings = Field(default_factory=PrivacySettings)

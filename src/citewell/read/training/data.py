@@ -1,0 +1,342 @@
+"""The reader's training and validation groups, made from open-licensed data only.
+
+A ``Group`` is one question (or claim) with its candidate sentences and which of them answer
+(or support) it. Groups come from:
+
+- SQuAD-format sets (SQuAD 2.0 train part and dev half, SQuAD-es 2.0, XQuAD en/es/zh, CMRC 2018
+  trial, DRCD dev): the sentences of the question's paragraph; a sentence answers if it holds a
+  gold answer. Unanswerable questions have no answering sentence. Hard negatives from the rest of
+  the article: the sentences sharing the most words with the question that hold no answer.
+- ClapNQ: the passage's sentences; the annotators' selected sentences answer; the unanswerable
+  file's passages answer nothing.
+- HotpotQA (distractor setting): the supporting facts answer; the other sentences do not.
+- Support: a claim made of a question and its gold answer is supported by the answering
+  sentence and not by its neighbours, nor when the answer is swapped for another question's;
+  SNLI's premise supports its hypothesis when the label is entailment.
+
+Validation is kept apart by article: an article is validation when ``validation_article`` says
+so, the rule bench/answers.py holds out its articles by, so the answers benchmark never reports
+on an article the reader was trained on. SQuAD-es articles are keyed by the English title of
+the same article (their questions keep SQuAD's ids), and XQuAD's translations share their
+English article's title, so no translation of a validation article is trained on. SNLI's test
+part is validation; SciFact (CC BY-NC) only measures (``scifact_groups``), never trains.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from citewell.ingest.base import Block, BlockKind
+from citewell.ingest.segment import sentence_spans
+from citewell.model import Span
+
+__all__ = [
+    "Group",
+    "Task",
+    "scifact_groups",
+    "training_groups",
+    "validation_article",
+    "validation_groups",
+]
+
+Task = Literal["answers", "supports"]
+HOLD_OUT_SALT = "citewell-answers-holdout"  # bench/answers.py's
+MAX_CANDIDATES = 6
+"""Candidates kept per training group: every answering one, then the hardest others."""
+
+
+@dataclass
+class Group:
+    """One question or claim with its candidates; ``labels[i]`` is 1 if candidate i answers."""
+
+    task: Task
+    dataset: str
+    language: str
+    first: str
+    candidates: list[str]
+    labels: list[int]
+    answerable: bool = field(default=True)
+
+
+def validation_article(key: str) -> bool:
+    """Whether the article (title, or record id) is kept for validation: half of them, by hash."""
+    return int(hashlib.sha256(f"{HOLD_OUT_SALT}:{key}".encode()).hexdigest(), 16) % 2 == 1
+
+
+def training_groups(traindata: Path, evaldata: Path, seed: int) -> list[Group]:
+    """Every training group, in a fixed order for a seed."""
+    rng = random.Random(seed)
+    groups = list(_all_groups(traindata, evaldata, rng, validation=False))
+    groups.extend(_snli(traindata / "snli_subset", "dev"))
+    return groups
+
+
+def validation_groups(evaldata: Path, traindata: Path) -> list[Group]:
+    """The validation groups: whole paragraphs, no candidate dropped."""
+    rng = random.Random(0)
+    groups = list(_all_groups(traindata, evaldata, rng, validation=True))
+    groups.extend(_snli(traindata / "snli_subset", "test"))
+    return groups
+
+
+def _all_groups(
+    traindata: Path, evaldata: Path, rng: random.Random, *, validation: bool
+) -> Iterator[Group]:
+    english = _english_titles(evaldata)
+    for dataset, language, path in _squad_files(traindata, evaldata):
+        if dataset == "squad2-train" and validation:
+            continue
+        for title, article in _articles(path, english):
+            if dataset != "squad2-train" and validation_article(title) != validation:
+                continue
+            yield from _squad_article(dataset, language, article, rng, validation=validation)
+    yield from _clapnq(evaldata / "clapnq", rng, validation=validation)
+    yield from _hotpotqa(evaldata / "hotpotqa", validation=validation)
+
+
+def _squad_files(traindata: Path, evaldata: Path) -> list[tuple[str, str, Path]]:
+    return [
+        ("squad2-train", "en", traindata / "squad2_train_first10" / "train-v2.0.json"),
+        ("squad2", "en", _one(evaldata / "squad_v2_dev_half", "dev-v2.0*.json")),
+        ("squad2-es", "es", _one(evaldata / "squad_es_v2", "dev-v2.0-es*.json")),
+        ("xquad-en", "en", evaldata / "xquad" / "xquad.en.json"),
+        ("xquad-es", "es", evaldata / "xquad" / "xquad.es.json"),
+        ("xquad-zh", "zh", evaldata / "xquad" / "xquad.zh.json"),
+        ("cmrc2018", "zh", evaldata / "cmrc2018" / "cmrc2018_trial.json"),
+        ("drcd", "zh", evaldata / "drcd" / "DRCD_dev.json"),
+    ]
+
+
+def _one(folder: Path, pattern: str) -> Path:
+    return sorted(folder.glob(pattern))[0]
+
+
+def _english_titles(evaldata: Path) -> dict[str, str]:
+    """Question id → English article title, from the English SQuAD-format sets."""
+    titles = {}
+    for path in (_one(evaldata / "squad_v2_dev_half", "dev-v2.0*.json"),):
+        for article in _read(path):
+            for paragraph in article["paragraphs"]:
+                for qa in paragraph["qas"]:
+                    titles[str(qa["id"])] = article["title"]
+    for article in _read(evaldata / "xquad" / "xquad.en.json"):
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                titles[str(qa["id"])] = article["title"]
+    return titles
+
+
+def _read(path: Path) -> list[dict[str, Any]]:
+    data: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["data"]
+    return data
+
+
+def _articles(path: Path, english: dict[str, str]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(split key, article): the English title where a question id knows it, else its own."""
+    for number, article in enumerate(_read(path)):
+        ids = (str(qa["id"]) for p in article["paragraphs"] for qa in p["qas"])
+        known = next((english[i] for i in ids if i in english), None)
+        yield known or article.get("title") or str(number), article
+
+
+def sentences(text: str) -> list[Span]:
+    """citewell's own sentences of one paragraph (what the engine's candidates are)."""
+    return list(
+        sentence_spans(text, [Block(BlockKind.PARAGRAPH, Span(start=0, end=len(text)), ())])
+    )
+
+
+def _squad_article(
+    dataset: str, language: str, article: dict[str, Any], rng: random.Random, *, validation: bool
+) -> Iterator[Group]:
+    paragraphs = [(p, sentences(p["context"])) for p in article["paragraphs"]]
+    pool = [p["context"][s.start : s.end] for p, spans in paragraphs for s in spans]
+    for paragraph, spans in paragraphs:
+        context = paragraph["context"]
+        texts = [context[s.start : s.end] for s in spans]
+        for qa in paragraph["qas"]:
+            if not qa["question"].strip():
+                continue  # CMRC 2018 has a few questions with no text
+            impossible = bool(qa.get("is_impossible"))
+            answers = [] if impossible else [a for a in qa["answers"] if a["text"]]
+            labels = [int(_holds(s, answers, context)) for s in spans]
+            if not impossible and not any(labels):
+                continue  # an answer that does not lie where it says
+            group = Group("answers", dataset, language, qa["question"], texts, labels, any(labels))
+            if validation:
+                yield group
+                continue
+            yield _trimmed(group, pool, rng)
+            if answers and rng.random() < 0.3:
+                yield from _claims(dataset, language, qa, answers, paragraph, texts, labels, rng)
+
+
+def _holds(sentence: Span, answers: Sequence[dict[str, Any]], context: str) -> bool:
+    for answer in answers:
+        start = answer["answer_start"]
+        end = start + len(answer["text"])
+        if context[start:end] == answer["text"] and sentence.start <= start < sentence.end:
+            return True
+    return False
+
+
+def _trimmed(group: Group, pool: Sequence[str], rng: random.Random) -> Group:
+    """At most ``MAX_CANDIDATES``: the answering ones, then the others sharing most words with
+    the question, from the paragraph and the rest of its article."""
+    asked = _words(group.first)
+    right = [c for c, label in zip(group.candidates, group.labels, strict=True) if label]
+    wrong = [c for c, label in zip(group.candidates, group.labels, strict=True) if not label]
+    others = [c for c in pool if c not in group.candidates]
+    hard = sorted(rng.sample(others, min(len(others), 40)), key=lambda c: -len(asked & _words(c)))
+    negatives = list(dict.fromkeys([*wrong, *hard[:3]]))
+    negatives.sort(key=lambda c: -len(asked & _words(c)))
+    keep = negatives[: MAX_CANDIDATES - len(right)]
+    candidates = right + keep
+    labels = [1] * len(right) + [0] * len(keep)
+    order = list(range(len(candidates)))
+    rng.shuffle(order)
+    return Group(
+        group.task,
+        group.dataset,
+        group.language,
+        group.first,
+        [candidates[i] for i in order],
+        [labels[i] for i in order],
+        group.answerable,
+    )
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _words(text: str) -> set[str]:
+    """Lowercased words, and single CJK characters (Chinese has no spaces)."""
+    found = set()
+    for word in _WORD.findall(text.lower()):
+        if any("\u4e00" <= ch <= "\u9fff" for ch in word):
+            found.update(word)
+        elif len(word) > 2:
+            found.add(word)
+    return found
+
+
+def _claims(
+    dataset: str,
+    language: str,
+    qa: dict[str, Any],
+    answers: Sequence[dict[str, Any]],
+    paragraph: dict[str, Any],
+    texts: Sequence[str],
+    labels: Sequence[int],
+    rng: random.Random,
+) -> Iterator[Group]:
+    """Support groups: "question answer" is supported by the answering sentence only, and a
+    claim with another question's answer is supported by nothing."""
+    answer = answers[0]["text"]
+    claim = f"{qa['question']} {answer}"
+    right = [t for t, label in zip(texts, labels, strict=True) if label][:1]
+    wrong = [t for t, label in zip(texts, labels, strict=True) if not label]
+    spans = right + rng.sample(wrong, min(len(wrong), 2))
+    yield Group("supports", dataset, language, claim, spans, [1] + [0] * (len(spans) - 1))
+    others = [
+        a["text"]
+        for q in paragraph["qas"]
+        for a in q["answers"][:1]
+        if a["text"] and a["text"] not in right[0] and answer not in a["text"]
+    ]
+    if others:
+        swapped = f"{qa['question']} {rng.choice(others)}"
+        yield Group("supports", dataset, language, swapped, right, [0], answerable=False)
+
+
+def _clapnq(folder: Path, rng: random.Random, *, validation: bool) -> Iterator[Group]:
+    for kind in ("answerable", "unanswerable"):
+        for line in _one(folder, f"clapnq_dev_{kind}.jsonl").read_text().splitlines():
+            record = json.loads(line)
+            if validation_article(f"id:{record['id']}") != validation:
+                continue
+            text = record["passages"][0]["text"].strip()
+            spans = sentences(text)
+            texts = [text[s.start : s.end] for s in spans]
+            selected = [
+                s.strip() for o in record["output"] for s in o.get("selected_sentences") or []
+            ]
+            answered = any(o["answer"] for o in record["output"])
+            labels = [int(answered and any(_overlaps(t, s) for s in selected)) for t in texts]
+            if answered and not any(labels):
+                continue
+            group = Group("answers", "clapnq", "en", record["input"], texts, labels, answered)
+            yield group if validation else _trimmed(group, [], rng)
+
+
+def _overlaps(sentence: str, selected: str) -> bool:
+    return bool(selected) and (selected in sentence or sentence in selected)
+
+
+def _hotpotqa(folder: Path, *, validation: bool) -> Iterator[Group]:
+    for path in sorted(folder.glob("hotpot_dev_distractor*.json")):
+        for record in json.loads(path.read_text()):
+            if validation_article(f"id:{record['_id']}") != validation:
+                continue
+            facts = {(title, index) for title, index in record["supporting_facts"]}
+            texts, labels = [], []
+            for title, lines in record["context"]:
+                for index, line in enumerate(lines):
+                    if line.strip():
+                        texts.append(line.strip())
+                        labels.append(int((title, index) in facts))
+            if any(labels):
+                yield Group("answers", "hotpotqa", "en", record["question"], texts, labels)
+
+
+def _snli(folder: Path, part: str) -> Iterator[Group]:
+    for line in (folder / f"snli_1.0_{part}.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record["gold_label"] == "-":
+            continue
+        entailed = record["gold_label"] == "entailment"
+        yield Group(
+            "supports",
+            "snli",
+            "en",
+            record["sentence2"],
+            [record["sentence1"]],
+            [int(entailed)],
+            entailed,
+        )
+
+
+def scifact_groups(evaldata: Path) -> list[Group]:
+    """SciFact's train claims against the sentences of the abstracts they cite: rationale
+    sentences support. Measurement only (CC BY-NC): never in ``training_groups``."""
+    folder = evaldata / "scifact"
+    corpus = {}
+    for line in (folder / "corpus.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        corpus[record["doc_id"]] = [s.strip() for s in record["sentences"]]
+    groups = []
+    for line in (folder / "claims_train.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        rationale = {
+            (int(doc), index)
+            for doc, found in record["evidence"].items()
+            for part in found
+            for index in part["sentences"]
+        }
+        texts, labels = [], []
+        for doc in record["cited_doc_ids"]:
+            for index, sentence in enumerate(corpus.get(doc, [])):
+                texts.append(sentence)
+                labels.append(int((doc, index) in rationale))
+        if texts:
+            groups.append(
+                Group("supports", "scifact", "en", record["claim"], texts, labels, any(labels))
+            )
+    return groups

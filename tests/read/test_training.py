@@ -1,0 +1,135 @@
+"""Training the reader: open data only, validation articles kept apart, deterministic, resumable,
+and what torch computes is what the built model computes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from citewell.encoder import E5Weights, EncoderSession, Recipe, Tokenizer, cached_model
+from citewell.read.pairs import pair_ids
+from citewell.read.training.data import (
+    Group,
+    scifact_groups,
+    training_groups,
+    validation_groups,
+)
+from citewell.read.training.loop import TrainConfig, train
+from citewell.read.training.metrics import roc_auc, top1
+from citewell.read.training.net import ReaderNet
+
+pytestmark = pytest.mark.slow
+
+TINY = TrainConfig(layers=2, adapted=1, rank=4, epochs=1.0, batch_tokens=800, threads=1)
+
+
+@pytest.fixture(scope="module")
+def training(evaldata: Path) -> list[Group]:
+    return training_groups(evaldata.parent / "traindata", evaldata, seed=0)
+
+
+@pytest.fixture(scope="module")
+def validation(evaldata: Path) -> list[Group]:
+    return validation_groups(evaldata, evaldata.parent / "traindata")
+
+
+def test_no_validation_question_is_trained_on(
+    training: list[Group], validation: list[Group]
+) -> None:
+    for dataset in (
+        "squad2",
+        "squad2-es",
+        "xquad-en",
+        "xquad-es",
+        "xquad-zh",
+        "cmrc2018",
+        "drcd",
+        "clapnq",
+    ):
+        trained = {g.first for g in training if g.dataset == dataset and g.task == "answers"}
+        held = {g.first for g in validation if g.dataset == dataset}
+        assert trained and held, dataset
+        assert not trained & held, dataset
+
+
+def test_a_translated_article_is_on_the_same_side_as_its_english_original(
+    training: list[Group], validation: list[Group]
+) -> None:
+    # XQuAD es and en are translations of the same paragraphs: as many held-out questions each.
+    held = {d: sum(g.dataset == d for g in validation) for d in ("xquad-en", "xquad-es")}
+    assert held["xquad-en"] == held["xquad-es"] > 0
+
+
+def test_scifact_only_measures(training: list[Group], evaldata: Path) -> None:
+    claims = {g.first for g in scifact_groups(evaldata)}
+    assert len(claims) > 500
+    assert not any(g.dataset == "scifact" or g.first in claims for g in training)
+
+
+def test_the_answering_sentence_is_labelled(training: list[Group]) -> None:
+    (group,) = [
+        g
+        for g in training
+        if g.task == "answers" and g.first == "When did Beyonce start becoming popular?"
+    ]
+    (answer,) = [c for c, label in zip(group.candidates, group.labels, strict=True) if label]
+    assert "in the late 1990s" in answer
+    assert 2 <= len(group.candidates) <= 6
+
+
+def test_unanswerable_questions_have_no_answering_candidate(training: list[Group]) -> None:
+    unanswerable = [g for g in training if g.task == "answers" and not g.answerable]
+    assert len(unanswerable) > 1000
+    assert all(not any(g.labels) for g in unanswerable)
+
+
+def test_metrics() -> None:
+    assert top1([[0, 1, 0], [1, 0], [0, 0]], [[0.1, 0.9, 0.2], [0.2, 0.8], [0.5, 0.4]]) == 0.5
+    assert roc_auc([0.9, 0.8], [0.1, 0.85]) == 0.75
+    assert roc_auc([0.5], [0.5]) == 0.5
+
+
+def test_training_is_deterministic_and_resumes(training: list[Group], tmp_path: Path) -> None:
+    groups, held = training[:24], training[-8:]
+    first = train(TINY, groups, held, tmp_path / "a", report=lambda line: None)
+    second = train(TINY, groups, held, tmp_path / "b", report=lambda line: None)
+    assert first["sha256"] == second["sha256"]
+    assert [p["fraction"] for p in first["curve"]] == [0.25, 0.5, 1.0]  # type: ignore[index]
+    resumed = train(TINY, groups, held, tmp_path / "a", report=lambda line: None)
+    assert resumed["sha256"] == first["sha256"]  # resumed at the last step: nothing more to do
+
+
+@pytest.mark.parametrize("precision, tolerance", [("fp32", 1e-4), ("int8", 0.15)])
+def test_the_built_model_scores_as_torch_does(
+    weights: E5Weights, tokenizer: Tokenizer, tmp_path: Path, precision: str, tolerance: float
+) -> None:
+    torch.manual_seed(3)
+    net = ReaderNet(weights, layers=2, adapted=1, rank=4)
+    with torch.no_grad():  # a trained-looking delta: adapters and head away from their init
+        for parameter in net.trainable():
+            parameter.add_(torch.randn_like(parameter) * 0.05)
+    delta = net.delta()
+    net.load_delta(delta)  # torch reads the stored (float16) adapters, as the build does
+    pairs = [
+        ("What is the refund window?", "Refunds are accepted within 30 days of purchase."),
+        ("¿Cuándo abre el taller?", "El taller abre los sábados de 9 a 13 h."),
+        ("退款期限是多久？", "购买后三十天内可以退款。"),
+    ]
+    ids = [pair_ids(tokenizer, q, s) for q, s in pairs]
+    recipe = Recipe("reader-test", 2, delta.head(), precision, changes=delta)  # type: ignore[arg-type]
+    session = EncoderSession(
+        cached_model(recipe, weights, tmp_path), weights.word_embeddings, threads=1, batch_tokens=0
+    )
+    built = session.run(ids)
+    with torch.no_grad():
+        expected = np.stack([_torch_logits(net, sequence) for sequence in ids])
+    np.testing.assert_allclose(built, expected, atol=tolerance)
+
+
+def _torch_logits(net: ReaderNet, ids: list[int]) -> np.ndarray:
+    tokens = torch.tensor([ids])
+    mask = torch.ones_like(tokens, dtype=torch.float32)
+    return net.upper(net.lower(tokens, mask), mask)[0].numpy()
