@@ -38,11 +38,11 @@ from citewell.embed.e5 import E5Small
 from citewell.read.cross_encoder import CrossEncoderReader
 from citewell.read.lexical import LexicalReader
 from citewell.read.training.data import Group, scifact_groups, validation_groups
+from citewell.read.training.loop import AUC_SETS
 from citewell.read.training.metrics import roc_auc, top1
 from common import REPO, evaldata_dir, machine, percentile, reproduce_line, table
 
 TRAINDATA = REPO.parent / "shared" / "traindata"
-AUC_SETS = ("squad2", "squad2-es", "clapnq")
 Score = Callable[[Group], np.ndarray]
 
 
