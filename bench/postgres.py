@@ -26,8 +26,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import sql
 
-from citewell.ingest.base import ChunkDraft
-from citewell.model import Principal, Span
+from citewell.model import ChunkDraft, Principal, Span
 from citewell.store.base import Fusion, Scope, SourceDraft
 from citewell.store.postgres import PostgresStore
 

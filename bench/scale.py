@@ -66,9 +66,9 @@ import psutil
 
 from citewell.config import RetrieveSettings
 from citewell.embed import UniversalSentenceEncoder
-from citewell.ingest.base import Block, BlockKind, ChunkDraft
+from citewell.ingest.base import Block, BlockKind
 from citewell.ingest.segment import sentence_spans
-from citewell.model import Principal, Span
+from citewell.model import ChunkDraft, Principal, Span
 from citewell.retrieve.search import fusion_for
 from citewell.store.base import ChunkHit, Scope, SourceDraft, Store, chunk_id
 from citewell.store.fusion import fuse

@@ -10,11 +10,12 @@ import anyio
 import pytest
 
 from citewell.config import Settings
-from citewell.engine import ClaimDone, Completed, Engine, Given, Question, Retrieved, TextDelta
+from citewell.engine import Engine
 from citewell.errors import GeneratorUnavailable
-from citewell.generate.base import CitedSentence, Declined, Draft, Evidence, TextPiece
+from citewell.events import ClaimDone, Completed, Given, Question, Retrieved, TextDelta
+from citewell.generate.base import CitedSentence, Declined, Draft, TextPiece
 from citewell.library import Library
-from citewell.model import Agent, Answer, GroundingState, Page, Principal, Span
+from citewell.model import Agent, Answer, Evidence, GroundingState, Page, Principal, Span
 from tests.generate.samples import Doc, evidence
 
 POLICY = (

@@ -7,8 +7,8 @@ import datetime as dt
 import time
 
 from citewell.config import JobSettings, Settings
-from citewell.ingest.jobs import IngestJob, JobState
 from citewell.library import Library
+from citewell.model import IngestJob, JobState
 from citewell.store.base import new_source_id
 from citewell.store.blobs import content_hash
 

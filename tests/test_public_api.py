@@ -125,25 +125,16 @@ LAYERS = {
         "citewell.api",
         "citewell.cli",
     ),
-    # Attribution and verification judge evidence already retrieved.
+    # Attribution and verification judge evidence already retrieved (the chat-model judge is a
+    # generator's model, so it lives in generate/).
     "cite": (
+        "citewell.generate",
         "citewell.store",
         "citewell.embed",
         "citewell.retrieve",
         "citewell.library",
         "citewell.engine",
         "citewell.render",
-        "citewell.api",
-        "citewell.cli",
-    ),
-    # Renderers draw an Answer: they never search, generate or attribute.
-    "render": (
-        "citewell.store",
-        "citewell.embed",
-        "citewell.retrieve",
-        "citewell.library",
-        "citewell.generate",
-        "citewell.cite.attribute",
         "citewell.api",
         "citewell.cli",
     ),
@@ -155,3 +146,58 @@ def test_dependencies_point_one_way() -> None:
         for path in (SRC / package).glob("*.py"):
             bad = {m for m in _imports(path) if m.startswith(forbidden)}
             assert not bad, f"{path.relative_to(SRC)} imports {sorted(bad)}"
+
+
+def _package_of(module: str) -> str:
+    """``citewell.cite.attribute`` -> ``cite``; a top-level module is its own unit."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "citewell"
+
+
+def _package_imports() -> dict[str, set[str]]:
+    """For each package (or top-level module) of citewell, the others it imports."""
+    graph: dict[str, set[str]] = {}
+    for path in SRC.rglob("*.py"):
+        unit = path.relative_to(SRC).parts[0].removesuffix(".py")
+        for module in _imports(path):
+            other = _package_of(module)
+            if other not in (unit, "citewell"):
+                graph.setdefault(unit, set()).add(other)
+    return graph
+
+
+def test_no_two_packages_import_each_other_even_through_others() -> None:
+    graph = _package_imports()
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            unit = todo.pop()
+            if unit == goal:
+                return True
+            if unit not in seen:
+                seen.add(unit)
+                todo.extend(graph.get(unit, ()))
+        return False
+
+    cycles = sorted(
+        f"{unit} -> {other} -> ... -> {unit}"
+        for unit, others in graph.items()
+        for other in others
+        if reaches(other, unit)
+    )
+    assert not cycles
+
+
+def test_renderers_import_only_the_vocabulary_and_the_events() -> None:
+    """Renderers draw an Answer: they never search, generate or attribute."""
+    allowed = (
+        "citewell.model",
+        "citewell.events",
+        "citewell.locator",  # the labels and ranges that name a place in a source
+        "citewell.scalar_text",  # JSON that every client can decode
+        "citewell.render",
+    )
+    for path in (SRC / "render").glob("*.py"):
+        bad = {m for m in _imports(path) if not m.startswith(allowed)}
+        assert not bad, f"{path.relative_to(SRC)} imports {sorted(bad)}"

@@ -4,8 +4,9 @@ The promises are this list, the HTTP API and the CLI; everything else may change
 """
 
 from citewell.config import Settings
-from citewell.engine import Engine, Question
+from citewell.engine import Engine
 from citewell.errors import CitewellError
+from citewell.events import Question
 from citewell.library import Library
 from citewell.model import (
     Agent,

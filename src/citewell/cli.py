@@ -31,11 +31,11 @@ from pydantic import ValidationError
 from tqdm import tqdm
 
 import citewell
-from citewell.cite.locator import locator_label, source_label
 from citewell.config import Settings
 from citewell.errors import CitewellError, ConfigError, NotFound, StoreError
 from citewell.evaluate.loaders import LOADERS
 from citewell.generate import GENERATORS
+from citewell.locator import locator_label, source_label
 from citewell.model import (
     Agent,
     MetadataValue,
@@ -350,7 +350,8 @@ def ask(
     """Answer a question from the buckets, each sentence citing where it comes from."""
     import anyio
 
-    from citewell.engine import Engine, Question
+    from citewell.engine import Engine
+    from citewell.events import Question
     from citewell.model import Agent, Principal
     from citewell.render.common import AnswerOptions, layout
 

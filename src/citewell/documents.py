@@ -27,11 +27,10 @@ import datetime as dt
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
 from citewell.config import IngestSettings
-from citewell.engine import Given
 from citewell.errors import IngestError, InvalidRequest
+from citewell.events import Citable, Given
 from citewell.ingest import parse
 from citewell.ingest.base import Block, BlockKind
 from citewell.ingest.ocr import Ocr
@@ -42,20 +41,13 @@ from citewell.model import Chunk, Page, Passage, ScoreBreakdown, Source, Span
 
 __all__ = [
     "BlocksBody",
-    "Citable",
     "GivenDocuments",
-    "LocationKind",
     "PdfBody",
     "RequestDocument",
     "RequestSearchResult",
     "TextBody",
-    "block_range",
     "decode_pdf",
     "given_documents",
-]
-
-LocationKind = Literal[
-    "char_location", "page_location", "content_block_location", "search_result_location"
 ]
 
 
@@ -108,38 +100,12 @@ class RequestSearchResult:
 
 
 @dataclass(frozen=True, slots=True)
-class Citable:
-    """How citations into one evidence chunk are named on the wire."""
-
-    kind: LocationKind
-    index: int
-    """``document_index``, or ``search_result_index``."""
-    title: str | None = None
-    cite: bool = True
-    """False: shown to the generator, but its citations are not shown."""
-    file_id: str | None = None
-    source: str | None = None
-    """A search result's ``source``."""
-    units: tuple[Span, ...] = ()
-    """The blocks (or sentences) that block indices count, in source coordinates."""
-    pages: tuple[Page, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
 class GivenDocuments:
     given: Given
     citables: dict[str, Citable] = field(default_factory=dict)
     """By chunk id."""
     notes: str | None = None
     """Titles and contexts, for the generator's instructions."""
-
-
-def block_range(units: Sequence[Span], span: Span) -> tuple[int, int]:
-    """(start, end) indices of the units a range covers, end exclusive (empty units at the
-    range's edges are not counted)."""
-    start = next((i for i, u in enumerate(units) if u.end > span.start), len(units) - 1)
-    end = max((i for i, u in enumerate(units) if u.start < span.end), default=start)
-    return start, max(end, start) + 1
 
 
 def decode_pdf(data: str, *, param: str) -> bytes:

@@ -16,37 +16,32 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
 
 import anyio.to_thread
 import numpy as np
 
-from citewell.cite.attribute import Attribution, ClaimResult
+from citewell.cite.attribute import Attribution
 from citewell.cite.evidence import build_evidence, distinct_passages
 from citewell.cite.markers import MarkerStream
 from citewell.cite.verify import Verifier
 from citewell.errors import InvalidRequest, NotFound
-from citewell.generate.base import (
-    CitedSentence,
-    Declined,
-    Draft,
-    Evidence,
-    Generator,
-    Queued,
-    TextPiece,
-    Turn,
-)
-from citewell.ingest.base import Block, BlockKind, CharBoxes, CharConfidences
+from citewell.events import AnswerEvent, ClaimDone, Completed, Question, Retrieved, TextDelta
+from citewell.generate.base import CitedSentence, Declined, Draft, Generator, Queued, TextPiece
+from citewell.ingest.base import Block, BlockKind
 from citewell.ingest.segment import sentence_spans
 from citewell.language import detect_language
 from citewell.library import Library
 from citewell.model import (
     Agent,
     Answer,
+    CharBoxes,
+    CharConfidences,
     Claim,
     CompoundFilter,
+    Evidence,
     Filter,
     GroundingState,
     Page,
@@ -61,14 +56,7 @@ from citewell.redact import redact_passage
 from citewell.store.base import StoredTrace
 
 __all__ = [
-    "AnswerEvent",
-    "ClaimDone",
-    "Completed",
     "Engine",
-    "Given",
-    "Question",
-    "Retrieved",
-    "TextDelta",
 ]
 
 REFUSALS = {
@@ -76,63 +64,6 @@ REFUSALS = {
     "es": "Las fuentes disponibles no responden a esta pregunta.",
     "zh": "现有资料无法回答这个问题。",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class Question:
-    """What is asked, and of which sources (beyond the agent's own scope)."""
-
-    text: str
-    history: tuple[Turn, ...] = ()
-    instructions: str | None = None
-    bucket_ids: tuple[str, ...] | None = None
-    """Buckets to answer from (e.g. a request's file_search tool); None: the agent's."""
-    filters: Filter | None = None
-    """Further conditions, joined to the agent's with 'and'."""
-    max_passages: int | None = None
-    retrieve: bool = True
-    """False: answer without looking anything up (grounding 'none')."""
-    given: Given | None = None
-    """Evidence that comes with the question (a request's own documents): nothing is retrieved,
-    and these passages are the evidence, in this order."""
-
-
-@dataclass(frozen=True, slots=True)
-class Given:
-    """Passages a caller supplies instead of retrieval, and the pages of those with pages.
-
-    Their sources need not be stored: citations point into the sources' texts as given
-    (``Chunk.text`` at ``Chunk.span``), with pages from ``pages``.
-    """
-
-    passages: tuple[Passage, ...]
-    pages: Mapping[str, tuple[Page, ...]] = field(default_factory=dict)
-    """Pages by source id, for the sources that have pages."""
-
-
-@dataclass(frozen=True, slots=True)
-class Retrieved:
-    passages: tuple[Passage, ...]
-    query: str
-
-
-@dataclass(frozen=True, slots=True)
-class TextDelta:
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimDone:
-    index: int
-    result: ClaimResult
-
-
-@dataclass(frozen=True, slots=True)
-class Completed:
-    answer: Answer
-
-
-AnswerEvent = Retrieved | TextDelta | ClaimDone | Completed
 
 
 class Engine:
@@ -288,7 +219,7 @@ class Engine:
         """The verifier the agent names; ``GeneratorUnavailable`` if its judge is unconfigured."""
         if agent.verifier == "calibrated":
             return self.verifier
-        from citewell.cite.judge import ChatJudge  # the SDK loads only if an agent needs it
+        from citewell.generate.judge import ChatJudge  # the SDK loads only if an agent needs it
 
         # Made for each answer: a judge holds its settings and nothing else (no connection).
         return ChatJudge(self.library.settings, agent.model, fallback=self.verifier)

@@ -49,12 +49,12 @@ from citewell.errors import (
 )
 from citewell.ingest import detect_media_type, parse, read_limited
 from citewell.ingest.chunk import chunk_document, chunk_text_for_embedding
-from citewell.ingest.jobs import IngestJob
 from citewell.ingest.ocr import Ocr, Progress, Recogniser
 from citewell.ingest.segment import sentence_spans
 from citewell.language import detect_language
 from citewell.model import (
     Bucket,
+    IngestJob,
     IngestOutcome,
     IngestResult,
     MetadataValue,
@@ -131,7 +131,7 @@ class Library:
 
     def start_worker(self) -> None:
         """Keep, until ``close``, the leases of this library's background ingests, and take
-        over those whose process died (``citewell.ingest.jobs``). Once is enough."""
+        over those whose process died (``Library.submit``). Once is enough."""
         with self._runs_lock:
             if self._worker is None:
                 self._worker = threading.Thread(target=self._work, name="ingest-jobs", daemon=True)

@@ -10,15 +10,21 @@ Units, fixed for the whole project:
   origin at the top-left corner of the page and y growing downward.
 
 This module holds structure, not presentation: no wire formats, no formatted strings, no logic
-beyond validation. It imports nothing from citewell.
+beyond validation. It imports nothing from citewell. Its last part holds the working types that
+cross layers inside one process (the evidence a generator answers from, a page's character
+boxes, a chunk before it is stored, a background ingest's record); the question and the stream
+events of an answer are in ``events.py``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, ClassVar, Literal, Self
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
@@ -27,18 +33,26 @@ __all__ = [
     "ApiKey",
     "Box",
     "Bucket",
+    "CharBoxes",
+    "CharConfidences",
     "Chunk",
+    "ChunkDraft",
     "Citation",
     "CitedSource",
     "Claim",
     "Comparison",
     "CompoundFilter",
+    "Evidence",
+    "EvidenceSentence",
     "Filter",
     "GroundingState",
+    "IngestJob",
     "IngestOutcome",
     "IngestResult",
+    "JobState",
     "MetadataValue",
     "Modality",
+    "NOT_READ",
     "Page",
     "PageRegion",
     "Passage",
@@ -54,6 +68,7 @@ __all__ = [
     "Span",
     "Tenant",
     "Trace",
+    "Turn",
     "Verdict",
 ]
 
@@ -587,3 +602,124 @@ class Answer(_Model):
     )
     created_at: dt.datetime = Field(description="When the answer was made (UTC).")
     trace: Trace = Field(default_factory=Trace, description="Ids, scores and timings.")
+
+
+# Working types: passed between layers inside one process, never serialised as they are. ------
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceSentence:
+    """One sentence of a retrieved passage, numbered for the generator."""
+
+    number: int
+    """1-based; what the generator cites as ``[number]``."""
+    passage_index: int
+    """Index of its passage in ``Evidence.passages``."""
+    span: Span
+    """Range of the source's canonical text."""
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """An earlier message of the conversation."""
+
+    role: Literal["user", "assistant"]
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    question: str
+    language: str | None
+    """Language of the question ('en', 'es', 'zh'), None if unknown."""
+    passages: tuple[Passage, ...]
+    sentences: tuple[EvidenceSentence, ...]
+    """Every sentence of every passage, in passage order, numbered from 1."""
+    history: tuple[Turn, ...] = ()
+    instructions: str | None = None
+    """The caller's system or developer instructions, if any."""
+
+
+CharBoxes = npt.NDArray[np.float32]
+"""Boxes of a page's characters, shape (n, 4): x0, y0, x1, y1 in page coordinates.
+
+Row i belongs to code point ``page.span.start + i``. Characters without a box of their own
+(spaces and line breaks the parser inserted) hold NaN.
+"""
+
+CharConfidences = npt.NDArray[np.uint8]
+"""How sure OCR was of the word each of a page's characters belongs to, 0-100, one per code point
+like ``CharBoxes``; ``NOT_READ`` where OCR gave no word (the spaces and line breaks that join
+words). Empty for a page OCR did not read: one byte per character is kept only where it tells
+something.
+"""
+
+NOT_READ = 255
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkDraft:
+    """A chunk before it is stored: its range and structure, without ids."""
+
+    span: Span
+    heading_path: tuple[str, ...]
+    page_numbers: tuple[int, ...]
+    sentences: tuple[Span, ...]
+    language: str | None
+
+
+class JobState(StrEnum):
+    QUEUED = "queued"
+    """Waiting for a process: given back by one that stopped before the job ended."""
+    RUNNING = "running"
+    """Leased to a process, which reads the file (or died: then the lease runs out)."""
+    DONE = "done"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class IngestJob:
+    """One file being ingested in the background, as the source it will become: a snapshot of
+    its row in the store.
+
+    An ingest that needs OCR can take minutes, so ``Library.submit`` hands back a job as soon
+    as OCR starts; the source is ``processing`` until it is stored. The process running the job
+    holds a lease on its row, renewed while it works; once a lease runs out, any server on the
+    same store may claim the job and read the file again from its saved bytes. Storing stays one
+    atomic step at the end, under the id promised for the source."""
+
+    source_id: str
+    """The id the source gets when it is stored (the job's id)."""
+    tenant_id: str
+    bucket_id: str
+    filename: str
+    mime_type: str
+    content_hash: str
+    byte_size: int
+    acl: frozenset[str]
+    metadata: dict[str, MetadataValue]
+    effective_date: dt.date | None
+    created_at: dt.datetime
+    state: JobState = JobState.RUNNING
+    attempts: int = 1
+    """Runs started, the one under way included."""
+    pages_done: int = 0
+    pages_total: int = 0
+    """Pages to read with OCR (a PDF's pages with a text layer are not counted)."""
+    result_id: str | None = None
+    """Once ``done``, the source it ended with: its own, or the one the bucket held already
+    (the bucket got the same bytes meanwhile)."""
+    error: str | None = None
+    """Why it failed, once ``failed``."""
+    unreadable: bool = False
+    """Whether it failed on the file itself (damaged, too large, unsupported) rather than on
+    the server."""
+    submitter_labels: frozenset[str] | None = None
+    """The ACL labels its submitter sees (None: every label). The job runs within them: it
+    finds the same bytes, and supersedes a version, only where its submitter could."""
+
+    @property
+    def active(self) -> bool:
+        """Whether it has yet to end (queued or running)."""
+        return self.state in (JobState.QUEUED, JobState.RUNNING)

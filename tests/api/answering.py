@@ -13,8 +13,8 @@ from citewell.api import create_app
 from citewell.cite.verify import CalibratedVerifier
 from citewell.config import Settings
 from citewell.errors import GeneratorTimeout, GeneratorUnavailable
-from citewell.generate.base import Declined, Draft, Evidence, TextPiece
-from citewell.model import Agent
+from citewell.generate.base import Declined, Draft, TextPiece
+from citewell.model import Agent, Evidence
 
 POLICY = (
     "# Refunds\n\nRefunds are paid within thirty days of the request. "

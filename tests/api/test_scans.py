@@ -13,10 +13,9 @@ from fastapi.testclient import TestClient
 from citewell.api import create_app
 from citewell.config import OcrSettings, Settings
 from citewell.errors import NotFound, ParseError
-from citewell.ingest.jobs import IngestJob
 from citewell.ingest.ocr import PageImage, PageText, Recogniser
 from citewell.library import Library
-from citewell.model import Principal
+from citewell.model import IngestJob, Principal
 from tests.api.conftest import assert_error, search, two_scans, until_settled, upload
 
 PHRASE = "Reduce your risk of coronavirus infection"

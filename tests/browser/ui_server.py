@@ -22,8 +22,8 @@ from fastapi import FastAPI
 
 from citewell.api import create_app
 from citewell.config import RetrieveSettings, Settings
-from citewell.generate.base import CitedSentence, Draft, Evidence, Generator, TextPiece
-from citewell.model import Agent
+from citewell.generate.base import CitedSentence, Draft, Generator, TextPiece
+from citewell.model import Agent, Evidence
 
 HIDDEN = "citewell-hidden"
 TYPIST = "citewell-typist"

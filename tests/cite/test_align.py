@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from citewell.cite.align import ALIGN_THRESHOLD, align
-from citewell.generate.base import Evidence
+from citewell.model import Evidence
 from tests.generate.samples import Doc, evidence, shop_evidence, split_sentences
 
 # The rules ----------------------------------------------------------------------------------------

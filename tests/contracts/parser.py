@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from citewell.ingest.base import NOT_READ, BlockKind, ParsedDocument
+from citewell.ingest.base import BlockKind, ParsedDocument
+from citewell.model import NOT_READ
 
 
 class ParserContract:

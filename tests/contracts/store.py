@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 
 from citewell.errors import Conflict, NotFound
-from citewell.ingest.base import ChunkDraft
-from citewell.model import Comparison, CompoundFilter, Principal, Span
+from citewell.model import ChunkDraft, Comparison, CompoundFilter, Principal, Span
 from citewell.store.base import Fusion, Scope, SourceDraft, Store
 
 EMBEDDER = "test-embedder"

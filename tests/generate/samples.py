@@ -7,8 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from citewell.cite.evidence import build_evidence
-from citewell.generate.base import Evidence, Turn
-from citewell.model import Chunk, Passage, ScoreBreakdown, Source, Span
+from citewell.model import Chunk, Evidence, Passage, ScoreBreakdown, Source, Span, Turn
 
 
 @dataclass(frozen=True)

@@ -23,14 +23,15 @@ from starlette.routing import Route
 
 from citewell.cite.verify import CalibratedVerifier
 from citewell.config import AnthropicSettings, GenerateSettings, Settings
-from citewell.engine import Completed, Engine, Question, TextDelta
+from citewell.engine import Engine
 from citewell.errors import GeneratorError, GeneratorTimeout, GeneratorUnavailable
+from citewell.events import Completed, Question, TextDelta
 from citewell.generate import GENERATORS
 from citewell.generate.anthropic import AnthropicGenerator, Documents
-from citewell.generate.base import CitedSentence, Declined, Draft, Evidence, Turn
+from citewell.generate.base import CitedSentence, Declined, Draft
 from citewell.generate.prompt import passage_label
 from citewell.library import Library
-from citewell.model import Agent, Principal
+from citewell.model import Agent, Evidence, Principal, Turn
 from tests.generate.llm_server import serve_asgi
 from tests.generate.samples import Doc, evidence, shop_evidence
 

@@ -10,9 +10,9 @@ import anyio
 import pytest
 
 from citewell.generate.answer_types import AnswerType, expected_type, without_type_phrase
-from citewell.generate.base import CitedSentence, Declined, Draft, Evidence
+from citewell.generate.base import CitedSentence, Declined, Draft
 from citewell.generate.extractive import ExtractiveGenerator, Weights
-from citewell.model import Agent
+from citewell.model import Agent, Evidence
 from tests.generate.samples import REFUNDS, SHIPPING, Doc, evidence, split_sentences
 
 WARSAW = 0

@@ -19,11 +19,11 @@ from pydantic import ValidationError
 from citewell.config import GenerateSettings, LocalSettings, Settings
 from citewell.errors import GeneratorBusy, GeneratorUnavailable
 from citewell.generate import GENERATORS
-from citewell.generate.base import Declined, Draft, Evidence, Queued, TextPiece, Turn
+from citewell.generate.base import Declined, Draft, Queued, TextPiece
 from citewell.generate.grammar import citation_grammar
 from citewell.generate.local import LocalGenerator, LocalModel, local_model
 from citewell.generate.prompt import chat_prompt
-from citewell.model import Agent
+from citewell.model import Agent, Evidence, Turn
 from tests.generate.local_model import local_missing, smollm2
 from tests.generate.samples import REFUNDS, SHIPPING, evidence, shop_evidence
 

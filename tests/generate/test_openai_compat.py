@@ -22,13 +22,14 @@ from starlette.routing import Route
 
 from citewell.cite.verify import CalibratedVerifier
 from citewell.config import GenerateSettings, OpenAICompatibleSettings, Settings
-from citewell.engine import Completed, Engine, Question, TextDelta
+from citewell.engine import Engine
 from citewell.errors import GeneratorError, GeneratorTimeout, GeneratorUnavailable
+from citewell.events import Completed, Question, TextDelta
 from citewell.generate import GENERATORS
-from citewell.generate.base import Declined, Draft, Evidence, TextPiece
+from citewell.generate.base import Declined, Draft, TextPiece
 from citewell.generate.openai_compat import OpenAICompatibleGenerator
 from citewell.library import Library
-from citewell.model import Agent, Answer, Principal
+from citewell.model import Agent, Answer, Evidence, Principal
 from tests.generate.llm_server import LlamaServer, llama_missing, llama_server, serve_asgi
 from tests.generate.samples import shop_evidence
 
@@ -197,7 +198,7 @@ def test_the_configured_key_wins_over_the_sdks_environment(
 
 
 def test_earlier_turns_come_before_the_question(chat: FakeChat, base_url: str) -> None:
-    from citewell.generate.base import Turn
+    from citewell.model import Turn
 
     history = (Turn("user", "Hi"), Turn("assistant", "Hello, how can I help?"))
     drafts(generator(base_url), shop_evidence(history=history))

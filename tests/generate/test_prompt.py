@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from citewell.generate.base import Turn
 from citewell.generate.prompt import (
     NO_ANSWER,
     Opening,
@@ -15,6 +14,7 @@ from citewell.generate.prompt import (
     opening,
     passage_label,
 )
+from citewell.model import Turn
 from tests.generate.samples import Doc, evidence, shop_evidence
 
 

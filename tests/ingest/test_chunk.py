@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from citewell.ingest.base import BlockKind, ChunkDraft, DocumentBuilder, ParsedDocument
+from citewell.ingest.base import BlockKind, DocumentBuilder, ParsedDocument
 from citewell.ingest.chunk import chunk_document, chunk_text_for_embedding
 from citewell.ingest.segment import sentence_spans
 from citewell.language import count_words
-from citewell.model import Span
+from citewell.model import ChunkDraft, Span
 
 H, P, ROW, REC = BlockKind.HEADING, BlockKind.PARAGRAPH, BlockKind.TABLE_ROW, BlockKind.RECORD
 

@@ -18,9 +18,9 @@ from PIL import Image
 from citewell.config import IngestSettings, OcrSettings
 from citewell.errors import ConfigError, FileTooLarge, ParseError
 from citewell.ingest import ocr, parse
-from citewell.ingest.base import NOT_READ, ParsedDocument
+from citewell.ingest.base import ParsedDocument
 from citewell.ingest.ocr import Box, Ocr, PageText, Recogniser, Word
-from citewell.model import Modality
+from citewell.model import NOT_READ, Modality
 from tests.ingest.samples import PageSpec, Run, make_pdf
 
 LIMITS = IngestSettings()

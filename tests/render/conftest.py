@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from citewell.cite.attribute import ClaimResult
-from citewell.engine import AnswerEvent, ClaimDone, Completed, Retrieved, TextDelta
+from citewell.events import AnswerEvent, ClaimDone, ClaimResult, Completed, Retrieved, TextDelta
 from citewell.model import (
     Answer,
     Box,

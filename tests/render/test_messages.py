@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from citewell.documents import Citable
+from citewell.events import Citable
 from citewell.model import Answer, GroundingState, Page, Span
 from citewell.render.messages import MessageOptions, render_message, render_message_stream
 from tests.render.conftest import (

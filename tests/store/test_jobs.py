@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from citewell.errors import NotFound
-from citewell.ingest.jobs import IngestJob, JobState
+from citewell.model import IngestJob, JobState
 from citewell.store.base import Store, job_interrupted, new_source_id
 from citewell.store.blobs import content_hash
 from tests.contracts.store import draft

@@ -13,8 +13,17 @@ from click.testing import CliRunner
 from citewell.cli import main
 from citewell.config import BlobSettings
 from citewell.errors import Conflict, NotFound
-from citewell.ingest.jobs import IngestJob
-from citewell.model import Agent, ApiKey, Modality, Page, Permission, Principal, Span, Trace
+from citewell.model import (
+    Agent,
+    ApiKey,
+    IngestJob,
+    Modality,
+    Page,
+    Permission,
+    Principal,
+    Span,
+    Trace,
+)
 from citewell.store.base import Fusion, Scope, Store, StoredAnswer, StoredTrace
 from citewell.store.blobs import BlobStore, content_hash
 from citewell.store.files import FileStore

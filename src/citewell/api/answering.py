@@ -15,10 +15,10 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from citewell.api.errors import GENERIC_MESSAGE, error_response
-from citewell.engine import AnswerEvent, Completed, Engine, Retrieved
+from citewell.engine import Engine
 from citewell.errors import GeneratorError, InvalidRequest, NotFound
-from citewell.generate.base import Turn
-from citewell.model import Agent, Answer, Principal
+from citewell.events import AnswerEvent, Completed, Retrieved
+from citewell.model import Agent, Answer, Principal, Turn
 from citewell.render import CitationCompat, SourcesAppendix
 
 __all__ = [

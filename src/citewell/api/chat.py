@@ -31,8 +31,8 @@ from citewell.api.answering import (
 )
 from citewell.api.deps import Asking, EngineDep, WireModel
 from citewell.api.links import access_urls
-from citewell.engine import Question
 from citewell.errors import InvalidRequest
+from citewell.events import Question
 from citewell.model import Permission
 from citewell.render import ChatOptions, ChatStream, render_completion
 from citewell.render.common import dumps

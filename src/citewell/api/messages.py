@@ -40,7 +40,6 @@ from citewell.documents import (
     decode_pdf,
     given_documents,
 )
-from citewell.engine import AnswerEvent, Question
 from citewell.errors import (
     FileTooLarge,
     GeneratorError,
@@ -48,8 +47,8 @@ from citewell.errors import (
     GeneratorUnavailable,
     InvalidRequest,
 )
-from citewell.generate.base import Turn
-from citewell.model import Permission
+from citewell.events import AnswerEvent, Question
+from citewell.model import Permission, Turn
 from citewell.render.common import dumps
 from citewell.render.messages import MessageOptions, MessageStream, render_message
 from citewell.store.files import FileStore

@@ -35,10 +35,10 @@ from citewell.api.deps import Asking, EngineDep, WireModel
 from citewell.api.errors import error_response
 from citewell.api.links import access_urls
 from citewell.api.search import BoundedFilter
-from citewell.engine import Engine, Question
+from citewell.engine import Engine
 from citewell.errors import InvalidRequest, NotFound
-from citewell.generate.base import Turn
-from citewell.model import Answer, CompoundFilter, Filter, Permission, Principal
+from citewell.events import Question
+from citewell.model import Answer, CompoundFilter, Filter, Permission, Principal, Turn
 from citewell.render import ResponseOptions, ResponseStream, render_response
 from citewell.render.common import dumps
 from citewell.store.base import StoredAnswer

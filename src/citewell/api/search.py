@@ -18,7 +18,7 @@ from pydantic import AfterValidator, Field
 from citewell.api.deps import LibraryDep, Searching, WireModel
 from citewell.api.links import access_urls
 from citewell.api.sources import SourceObject, SpanObject
-from citewell.cite.locator import locator_label, source_label
+from citewell.locator import locator_label, source_label
 from citewell.model import (
     CompoundFilter,
     Filter,

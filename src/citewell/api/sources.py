@@ -34,11 +34,12 @@ from citewell.api.deps import (
     WireObject,
 )
 from citewell.errors import FileTooLarge, InvalidRequest, NotFound
-from citewell.ingest.jobs import IngestJob, JobState
 from citewell.library import Library
 from citewell.model import (
+    IngestJob,
     IngestOutcome,
     IngestResult,
+    JobState,
     MetadataValue,
     Modality,
     Page,

@@ -52,10 +52,10 @@ from citewell.api.files import get_files
 from citewell.api.links import access_urls
 from citewell.api.search import BoundedFilter
 from citewell.errors import Conflict, InvalidRequest, NotFound, PermissionDenied
-from citewell.ingest.jobs import IngestJob
 from citewell.library import FILE_ID_KEY, Library
 from citewell.model import (
     Bucket,
+    IngestJob,
     IngestResult,
     MetadataValue,
     Passage,

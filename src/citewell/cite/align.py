@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from citewell.analysis import terms
 from citewell.cite.numbers import numbers
-from citewell.generate.base import Evidence, EvidenceSentence
+from citewell.model import Evidence, EvidenceSentence
 
 __all__ = ["ALIGN_THRESHOLD", "MIN_SHARED_TERMS", "Aligner", "align"]
 

@@ -11,30 +11,30 @@ first citation, at most ``agent.max_sources`` of them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from citewell.analysis import terms
 from citewell.cite.align import align
-from citewell.cite.locator import page_at
 from citewell.cite.regions import PageBoxes, regions
 from citewell.cite.verify import Verifier
-from citewell.generate.base import Evidence, EvidenceSentence
-from citewell.model import Agent, Citation, CitedSource, Claim, Span, Verdict
+from citewell.events import ClaimResult
+from citewell.locator import page_at
+from citewell.model import (
+    Agent,
+    Citation,
+    CitedSource,
+    Claim,
+    Evidence,
+    EvidenceSentence,
+    Span,
+    Verdict,
+)
 
-__all__ = ["Attribution", "ClaimResult"]
+__all__ = ["Attribution"]
 
 _MIN_CLAIM_TERMS = 3
 """A claim with fewer content words that names no evidence is connective text ("In short,")."""
 _ALIGNED_CITATIONS = 2
 """Most evidence sentences a fallback alignment may cite for one claim."""
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimResult:
-    claim: Claim
-    citations: tuple[Citation, ...]
-    new_sources: tuple[CitedSource, ...]
-    """Sources numbered for the first time by this claim."""
 
 
 class Attribution:

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from citewell.generate.base import Evidence, EvidenceSentence, Turn
-from citewell.model import Passage
+from citewell.model import Evidence, EvidenceSentence, Passage, Turn
 
 __all__ = ["build_evidence", "distinct_passages"]
 

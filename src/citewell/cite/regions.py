@@ -21,8 +21,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from citewell.ingest.base import NOT_READ, CharBoxes, CharConfidences
-from citewell.model import Box, Page, PageRegion, Span
+from citewell.model import NOT_READ, Box, CharBoxes, CharConfidences, Page, PageRegion, Span
 
 __all__ = ["PageBoxes", "least_confidence", "line_boxes", "regions"]
 

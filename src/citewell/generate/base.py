@@ -22,55 +22,18 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from citewell.model import Agent, Passage, Span
+from citewell.model import Agent, Evidence
 
 __all__ = [
     "CitedSentence",
     "Declined",
     "Draft",
-    "Evidence",
-    "EvidenceSentence",
     "Generator",
     "Queued",
     "TextPiece",
-    "Turn",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class EvidenceSentence:
-    """One sentence of a retrieved passage, numbered for the generator."""
-
-    number: int
-    """1-based; what the generator cites as ``[number]``."""
-    passage_index: int
-    """Index of its passage in ``Evidence.passages``."""
-    span: Span
-    """Range of the source's canonical text."""
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class Turn:
-    """An earlier message of the conversation."""
-
-    role: Literal["user", "assistant"]
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class Evidence:
-    question: str
-    language: str | None
-    """Language of the question ('en', 'es', 'zh'), None if unknown."""
-    passages: tuple[Passage, ...]
-    sentences: tuple[EvidenceSentence, ...]
-    """Every sentence of every passage, in passage order, numbered from 1."""
-    history: tuple[Turn, ...] = ()
-    instructions: str | None = None
-    """The caller's system or developer instructions, if any."""
 
 
 @dataclass(frozen=True, slots=True)

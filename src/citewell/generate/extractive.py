@@ -23,10 +23,10 @@ from dataclasses import dataclass
 import anyio.to_thread
 
 from citewell.generate.answer_types import carries, expected_type
-from citewell.generate.base import CitedSentence, Declined, Draft, Evidence
+from citewell.generate.base import CitedSentence, Declined, Draft
 from citewell.generate.overlap import QuestionTerms, sentence_overlaps
 from citewell.language import is_cjk
-from citewell.model import Agent
+from citewell.model import Agent, Evidence
 
 __all__ = ["ExtractiveGenerator", "Features", "Weights", "sentence_features"]
 

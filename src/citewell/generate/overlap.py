@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 from citewell.analysis import terms
 from citewell.generate.answer_types import without_type_phrase
-from citewell.generate.base import Evidence
 from citewell.language import is_cjk
+from citewell.model import Evidence
 
 __all__ = ["Overlap", "QuestionTerms", "sentence_overlaps"]
 

@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Generic, TypeVar
 
-from citewell.cite.locator import locator_label, source_label
-from citewell.generate.base import Evidence, EvidenceSentence, Turn
-from citewell.model import Passage
+from citewell.locator import locator_label, source_label
+from citewell.model import Evidence, EvidenceSentence, Passage, Turn
 
 __all__ = [
     "NO_ANSWER",

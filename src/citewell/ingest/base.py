@@ -14,42 +14,21 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
-import numpy.typing as npt
 
 from citewell.config import IngestSettings
-from citewell.model import Modality, Page, Span
+from citewell.model import NOT_READ, CharBoxes, CharConfidences, Modality, Page, Span
 
 if TYPE_CHECKING:
     from citewell.ingest.ocr import Ocr
 
 __all__ = [
     "Block",
-    "ChunkDraft",
     "BlockKind",
     "DocumentBuilder",
     "ParsedDocument",
     "Parser",
     "ScanParser",
-    "CharBoxes",
-    "CharConfidences",
-    "NOT_READ",
 ]
-
-CharBoxes = npt.NDArray[np.float32]
-"""Boxes of a page's characters, shape (n, 4): x0, y0, x1, y1 in page coordinates.
-
-Row i belongs to code point ``page.span.start + i``. Characters without a box of their own
-(spaces and line breaks the parser inserted) hold NaN.
-"""
-
-CharConfidences = npt.NDArray[np.uint8]
-"""How sure OCR was of the word each of a page's characters belongs to, 0-100, one per code point
-like ``CharBoxes``; ``NOT_READ`` where OCR gave no word (the spaces and line breaks that join
-words). Empty for a page OCR did not read: one byte per character is kept only where it tells
-something.
-"""
-
-NOT_READ = 255
 
 
 class BlockKind(StrEnum):
@@ -84,17 +63,6 @@ class ParsedDocument:
     """One array per page, aligned with ``pages`` (see ``CharConfidences``)."""
     title: str | None = None
     modality: Modality = Modality.TEXT
-
-
-@dataclass(frozen=True, slots=True)
-class ChunkDraft:
-    """A chunk before it is stored: its range and structure, without ids."""
-
-    span: Span
-    heading_path: tuple[str, ...]
-    page_numbers: tuple[int, ...]
-    sentences: tuple[Span, ...]
-    language: str | None
 
 
 class Parser(Protocol):

@@ -20,9 +20,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum, auto
 
-from citewell.ingest.base import Block, BlockKind, ChunkDraft, ParsedDocument
+from citewell.ingest.base import Block, BlockKind, ParsedDocument
 from citewell.language import count_words, detect_language
-from citewell.model import Page, Span
+from citewell.model import ChunkDraft, Page, Span
 
 __all__ = ["chunk_document", "chunk_text_for_embedding"]
 

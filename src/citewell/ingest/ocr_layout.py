@@ -10,9 +10,10 @@ breaks get no box, as in text PDFs; every other character gets its slice of its 
 
 from __future__ import annotations
 
-from citewell.ingest.base import NOT_READ, BlockKind, DocumentBuilder
+from citewell.ingest.base import BlockKind, DocumentBuilder
 from citewell.ingest.ocr import Box, PageText, Paragraph
 from citewell.language import is_cjk
+from citewell.model import NOT_READ
 
 __all__ = ["add_page_text"]
 

@@ -36,11 +36,11 @@ from statistics import median
 import numpy as np
 import numpy.typing as npt
 
-from citewell.ingest.base import BlockKind, CharBoxes, DocumentBuilder, ParsedDocument
+from citewell.ingest.base import BlockKind, DocumentBuilder, ParsedDocument
 from citewell.ingest.ocr import PageText
 from citewell.ingest.ocr_layout import add_page_text
 from citewell.ingest.pdf_tables import Line, PageTables, Table, find_aligned_tables, without
-from citewell.model import Modality
+from citewell.model import CharBoxes, Modality
 
 __all__ = ["PageGlyphs", "has_text_layer", "layout_document", "rotate_boxes"]
 

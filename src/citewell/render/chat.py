@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from citewell.engine import AnswerEvent, ClaimDone, Completed, TextDelta
+from citewell.events import AnswerEvent, ClaimDone, Completed, TextDelta
 from citewell.model import Answer
 from citewell.render.common import (
     AccessUrl,

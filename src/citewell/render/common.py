@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from citewell.cite.locator import locator_label, source_label
+from citewell.locator import locator_label, source_label
 from citewell.model import Answer, Box, Citation, GroundingState, PageRegion, Passage, Source, Span
 from citewell.scalar_text import without_surrogates
 

@@ -30,9 +30,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from citewell.cite.locator import page_at
-from citewell.documents import Citable, block_range
-from citewell.engine import AnswerEvent, ClaimDone, Completed, Retrieved, TextDelta
+from citewell.events import AnswerEvent, Citable, ClaimDone, Completed, Retrieved, TextDelta
+from citewell.locator import block_range, page_at
 from citewell.model import Answer, Citation, Claim, Passage
 from citewell.render.common import (
     AccessUrl,

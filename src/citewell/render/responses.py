@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from citewell.engine import AnswerEvent, ClaimDone, Completed, Retrieved, TextDelta
+from citewell.events import AnswerEvent, ClaimDone, Completed, Retrieved, TextDelta
 from citewell.model import Answer, Passage, Source
 from citewell.render.common import (
     Anchor,

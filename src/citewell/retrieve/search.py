@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from citewell.cite.locator import page_at
 from citewell.config import RetrieveSettings
 from citewell.embed.base import Embedder
+from citewell.locator import page_at
 from citewell.model import (
     Chunk,
     Page,

@@ -16,15 +16,17 @@ from typing import Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from citewell.ingest.base import CharBoxes, CharConfidences, ChunkDraft
-from citewell.ingest.jobs import IngestJob
 from citewell.model import (
     Agent,
     Answer,
     ApiKey,
     Bucket,
+    CharBoxes,
+    CharConfidences,
     Chunk,
+    ChunkDraft,
     Filter,
+    IngestJob,
     MetadataValue,
     Modality,
     Page,
@@ -283,7 +285,7 @@ class Store(Protocol):
     ) -> list[FusedHit]: ...
 
     # ingest jobs ---------------------------------------------------------------------------
-    # Background ingests (``citewell.ingest.jobs``). A lease is held by an ``owner`` (one
+    # Background ingests (``Library.submit``). A lease is held by an ``owner`` (one
     # process) until it runs out; claims are exclusive, and writes by an owner whose lease was
     # taken over are ignored.
     def add_job(self, job: IngestJob, content: bytes, *, owner: str, lease_seconds: float) -> None:

@@ -6,7 +6,7 @@ import zlib
 
 import numpy as np
 
-from citewell.ingest.base import CharBoxes, CharConfidences
+from citewell.model import CharBoxes, CharConfidences
 
 __all__ = ["pack_boxes", "pack_confidences", "unpack_boxes", "unpack_confidences"]
 

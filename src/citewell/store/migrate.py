@@ -4,7 +4,7 @@ Everything is copied as it is, ids, versions and times included, so keys, links,
 and conversations keep working: tenants, API keys (their secrets' hashes), agents, buckets, the
 ready sources with their pages, chunks and vectors (of every embedder), stored answers and
 traces; and the background ingests under way, queued, for the first server on PostgreSQL to
-read again (``citewell.ingest.jobs``). Sources still being written are left out, and so are the
+read again (``Library.submit``). Sources still being written are left out, and so are the
 background ingests that ended. The originals they hold are first put in the PostgreSQL store's
 blob store: nothing to do when that is the same ``<data_dir>/blobs``, a copy into the S3 bucket
 when ``blobs.url`` names one; so are the uploads of the Files APIs (``<data_dir>/files``). The

@@ -181,7 +181,7 @@ MIGRATIONS: tuple[tuple[str, LiteralString], ...] = (
     (
         "0002_ingest_jobs",
         """
-        -- Background ingests (citewell.ingest.jobs), here so that any server process can finish
+        -- Background ingests (Library.submit), here so that any server process can finish
         -- one whose process died. The file's bytes wait in the blob folder meanwhile.
         CREATE TABLE ingest_jobs (
             id             text PRIMARY KEY,  -- the id the source gets: src_…

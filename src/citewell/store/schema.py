@@ -213,7 +213,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     (
         "0009_ingest_jobs",
         """
-        -- Background ingests (citewell.ingest.jobs), here so that any process on the store can
+        -- Background ingests (Library.submit), here so that any process on the store can
         -- finish one whose process died. The file's bytes wait in the blob folder meanwhile.
         CREATE TABLE ingest_jobs (
             id             TEXT PRIMARY KEY,  -- the id the source gets: src_…

@@ -18,13 +18,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, LiteralString, TypeVar
 
 from citewell.errors import Conflict, NotFound
-from citewell.ingest.base import CharBoxes, CharConfidences
-from citewell.ingest.jobs import KEPT_FINISHED, IngestJob, JobState
 from citewell.model import (
     Agent,
     Answer,
     ApiKey,
     Bucket,
+    CharBoxes,
+    CharConfidences,
+    IngestJob,
+    JobState,
     Modality,
     Permission,
     Source,
@@ -717,6 +719,8 @@ _JOB_COLUMNS = (
     " effective_date, state, attempts, pages_done, pages_total, result_id, error, unreadable,"
     " created_at, submitter_labels"
 )
+KEPT_FINISHED = 256
+"""Ended jobs kept (the newest), so that a client polling a source learns how its ingest ended."""
 _FORGET_OLD_JOBS = (
     "DELETE FROM ingest_jobs WHERE state IN ('done', 'failed') AND id NOT IN (SELECT id FROM"
     " ingest_jobs WHERE state IN ('done', 'failed') ORDER BY updated_at DESC LIMIT ?)"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from citewell.cite.locator import locator_label, source_label
+from citewell.locator import locator_label, source_label
 
 
 @pytest.mark.parametrize(

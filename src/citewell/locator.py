@@ -17,9 +17,9 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
-from citewell.model import Page
+from citewell.model import Page, Span
 
-__all__ = ["locator_label", "page_at", "source_label"]
+__all__ = ["block_range", "locator_label", "page_at", "source_label"]
 
 _MAX_HEADING = 60
 """Headings longer than this are shortened: a label sits on one line next to a citation mark."""
@@ -50,6 +50,14 @@ def page_at(pages: Sequence[Page], offset: int) -> Page | None:
         return None
     index = bisect.bisect_right([p.span.start for p in pages], offset) - 1
     return pages[max(0, index)]
+
+
+def block_range(units: Sequence[Span], span: Span) -> tuple[int, int]:
+    """(start, end) indices of the units a range covers, end exclusive (empty units at the
+    range's edges are not counted)."""
+    start = next((i for i, u in enumerate(units) if u.end > span.start), len(units) - 1)
+    end = max((i for i, u in enumerate(units) if u.start < span.end), default=start)
+    return start, max(end, start) + 1
 
 
 def _shorten(text: str) -> str:

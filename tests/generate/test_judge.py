@@ -21,14 +21,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from citewell.cite.judge import QUESTION, SYSTEM, ChatJudge
 from citewell.cite.verify import CalibratedVerifier
 from citewell.config import CiteSettings, GenerateSettings, OpenAICompatibleSettings, Settings
-from citewell.engine import Engine, Question
+from citewell.engine import Engine
 from citewell.errors import GeneratorUnavailable
-from citewell.generate.base import CitedSentence, Draft, Evidence
+from citewell.events import Question
+from citewell.generate.base import CitedSentence, Draft
+from citewell.generate.judge import QUESTION, SYSTEM, ChatJudge
 from citewell.library import Library
-from citewell.model import Agent, Answer, GroundingState, Principal
+from citewell.model import Agent, Answer, Evidence, GroundingState, Principal
 from tests.generate.llm_server import LlamaServer, llama_missing, llama_server, serve_asgi
 
 PASSAGE = "Refunds are paid within thirty days of the request."
@@ -230,7 +231,7 @@ def test_a_failing_or_silent_judge_gets_the_calibrated_score_and_a_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     fake.reply = lambda body: scripted
-    with caplog.at_level(logging.WARNING, logger="citewell.cite.judge"):
+    with caplog.at_level(logging.WARNING, logger="citewell.generate.judge"):
         score = judge(settings, base_url).support(CLAIM, [PASSAGE], language="en")
     assert score == calibrated()
     assert len(fake.requests) == 1  # no retry: the calibrated score stands in at once
