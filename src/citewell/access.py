@@ -107,6 +107,32 @@ class KeyRing:
             raise PermissionDenied("Only the operator's key may create tenants.")
         return self._store.create_tenant(name)
 
+    def tenants(self, *, by: Principal) -> list[Tenant]:
+        if not may_administer(by):
+            raise PermissionDenied("Only the operator's key may list tenants.")
+        return self._store.list_tenants()
+
+    def keys(self, tenant_id: str, *, by: Principal) -> list[ApiKey]:
+        """The tenant's keys, revoked ones too: a key sees its own tenant's, the operator any."""
+        if tenant_id != by.tenant_id and not may_administer(by):
+            raise PermissionDenied("A key can only see the keys of its own tenant.")
+        return self._store.list_keys(tenant_id)
+
+    def key(self, key_id: str, *, by: Principal) -> ApiKey:
+        """A key of the caller's tenant (any tenant's for the operator); others' are not found."""
+        try:
+            key, _ = self._store.get_key(key_id)
+        except NotFound:
+            key = None
+        if key is None or (key.tenant_id != by.tenant_id and not may_administer(by)):
+            raise NotFound(f"No API key found with id '{key_id}'.", param="key_id")
+        return key
+
+    def revoke(self, key_id: str, *, by: Principal) -> ApiKey:
+        """Revoke a key the caller sees (again: no change); it stays listed, with ``revoked_at``."""
+        key = self.key(key_id, by=by)
+        return self._store.revoke_key(key.id, tenant_id=key.tenant_id)
+
     def principal_now(self, key_id: str | None) -> Principal | None:
         """Who a key id stands for now (None for the local user): what a signed link made with
         it is checked against when it is opened. None when the key is revoked or unknown, for

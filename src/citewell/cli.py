@@ -535,13 +535,10 @@ def tenants() -> None:
 @data_dir_option
 def create_tenant(name: str, as_json: bool, data_dir: Path | None) -> None:
     """Create a tenant; give it a first key with `citewell keys create --tenant`."""
-    from citewell.access import KeyRing
     from citewell.api.keys import TenantObject
 
-    settings = _settings(data_dir)
-    with _library(settings) as library:
-        keyring = KeyRing(library.store, admin_key=settings.admin_key)
-        tenant = keyring.create_tenant(name, by=Principal.local())
+    with _library(_settings(data_dir)) as library:
+        tenant = library.keys.create_tenant(name, by=Principal.local())
     if as_json:
         _echo_json(TenantObject.render(tenant).model_dump(mode="json"))
     else:
@@ -557,7 +554,7 @@ def list_tenants(as_json: bool, data_dir: Path | None) -> None:
     from citewell.api.keys import TenantObject
 
     with _library(_settings(data_dir)) as library:
-        found = library.store.list_tenants()
+        found = library.keys.tenants(by=Principal.local())
     if as_json:
         page = ListObject[TenantObject].of([TenantObject.render(t) for t in found])
         _echo_json(page.model_dump(mode="json"))
@@ -600,14 +597,12 @@ def create_key(
     Without --bucket the key reaches every bucket of the tenant; without --label it sees every
     source, whatever its ACL.
     """
-    from citewell.access import KeyRing
     from citewell.api.keys import KeyObject
 
-    settings = _settings(data_dir)
-    with _library(settings) as library:
+    with _library(_settings(data_dir)) as library:
         owner = Principal(tenant_id=tenant, sees_all_labels=True)
         bucket_ids = [library.get_bucket(b, principal=owner).id for b in buckets]
-        key, secret = KeyRing(library.store, admin_key=settings.admin_key).create(
+        key, secret = library.keys.create(
             tenant_id=tenant,
             permissions=[Permission(p) for p in permissions],
             by=Principal.local(),
@@ -631,7 +626,7 @@ def list_keys(tenant: str, as_json: bool, data_dir: Path | None) -> None:
     from citewell.api.keys import KeyObject
 
     with _library(_settings(data_dir)) as library:
-        found = library.store.list_keys(tenant)
+        found = library.keys.keys(tenant, by=Principal.local())
     if as_json:
         page = ListObject[KeyObject].of([KeyObject.render(k) for k in found])
         _echo_json(page.model_dump(mode="json"))
@@ -647,8 +642,7 @@ def list_keys(tenant: str, as_json: bool, data_dir: Path | None) -> None:
 def revoke_key(key_id: str, data_dir: Path | None) -> None:
     """Revoke a key: requests and signed links made with it fail from now on."""
     with _library(_settings(data_dir)) as library:
-        key, _ = library.store.get_key(key_id)
-        library.store.revoke_key(key_id, tenant_id=key.tenant_id)
+        library.keys.revoke(key_id, by=Principal.local())
     click.echo(f"revoked {key_id}")
 
 

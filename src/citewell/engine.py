@@ -19,21 +19,23 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
+from typing import Any
 
 import anyio.to_thread
 import numpy as np
+from pydantic import ValidationError
 
 from citewell.cite.attribute import Attribution
 from citewell.cite.evidence import build_evidence, distinct_passages
 from citewell.cite.markers import MarkerStream
 from citewell.cite.verify import Verifier
-from citewell.errors import InvalidRequest, NotFound
+from citewell.errors import Conflict, InvalidRequest, NotFound
 from citewell.events import AnswerEvent, ClaimDone, Completed, Question, Retrieved, TextDelta
 from citewell.generate.base import CitedSentence, Declined, Draft, Generator, Queued, TextPiece
 from citewell.ingest.base import Block, BlockKind
 from citewell.ingest.segment import sentence_spans
 from citewell.language import detect_language
-from citewell.library import Library
+from citewell.library import LOCAL, Library
 from citewell.model import (
     Agent,
     Answer,
@@ -49,8 +51,10 @@ from citewell.model import (
     Principal,
     SearchRequest,
     Span,
+    StoredAnswer,
     Tenant,
     Trace,
+    Turn,
 )
 from citewell.redact import redact_passage
 from citewell.store.base import StoredTrace
@@ -115,6 +119,94 @@ class Engine:
     def configured_agents(self) -> list[Agent]:
         """The agents the server was started with: every tenant has them, none may change them."""
         return list(self._agents.values())
+
+    def create_agent(self, agent: Agent, *, principal: Principal = LOCAL) -> Agent:
+        """A new agent of the principal's tenant, as kept; ``Conflict`` if the name is taken."""
+        if not _AGENT_NAME.fullmatch(agent.name):
+            raise InvalidRequest(
+                "An agent's name is 1-64 letters, digits, '.', '_' or '-', starting with a letter "
+                "or digit.",
+                param="name",
+            )
+        if any(a.name == agent.name for a in self.agents(tenant_id=principal.tenant_id)):
+            raise Conflict(f"An agent named '{agent.name}' exists already.", param="name")
+        return self._keep_agent(agent, principal)
+
+    def update_agent(
+        self, name: str, changes: Mapping[str, Any], *, principal: Principal = LOCAL
+    ) -> Agent:
+        """The tenant's agent with ``changes`` applied (the other fields kept), as kept."""
+        current = self._own_agent(name, principal)
+        if changes.get("name", name) != name:
+            raise InvalidRequest("An agent cannot be renamed; create another.", param="name")
+        try:
+            changed = Agent.model_validate({**current.model_dump(), **changes})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            param = ".".join(str(part) for part in first["loc"]) or None
+            raise InvalidRequest(f"Invalid '{param}': {first['msg']}.", param=param) from None
+        return self._keep_agent(changed, principal)
+
+    def delete_agent(self, name: str, *, principal: Principal = LOCAL) -> None:
+        self._own_agent(name, principal)
+        self.library.store.delete_agent(name, tenant_id=principal.tenant_id)
+
+    def keep_answer(
+        self,
+        answer_id: str,
+        answer: Answer,
+        rendered: str,
+        *,
+        conversation: Sequence[Turn] = (),
+        previous_id: str | None = None,
+        principal: Principal = LOCAL,
+    ) -> None:
+        """Keep an answer as a dialect sent it (``rendered``), to be read again by its id."""
+        self.library.store.put_answer(
+            StoredAnswer(
+                id=answer_id,
+                tenant_id=principal.tenant_id,
+                answer=answer,
+                rendered=rendered,
+                conversation=tuple((turn.role, turn.text) for turn in conversation),
+                previous_id=previous_id,
+                key_id=principal.key_id,
+            )
+        )
+
+    def stored_answer(self, answer_id: str, *, principal: Principal = LOCAL) -> StoredAnswer:
+        """A kept answer the caller may read again: its own, or any of the tenant's when it
+        sees everything (an answer holds what the key that asked could see)."""
+        stored = self.library.store.get_answer(answer_id, tenant_id=principal.tenant_id)
+        if stored.key_id != principal.key_id and not principal.sees_everything:
+            raise NotFound(f"No response found with id '{answer_id}'.", param="response_id")
+        return stored
+
+    def _own_agent(self, name: str, principal: Principal) -> Agent:
+        """The tenant's agent of this name; ``Conflict`` for a configured one, ``NotFound``
+        for none."""
+        if name in self._agents:
+            raise Conflict(f"The agent '{name}' is configured by the server: it cannot change.")
+        own = self.library.store.list_agents(tenant_id=principal.tenant_id)
+        agent = next((a for a in own if a.name == name), None)
+        if agent is None:
+            raise NotFound(f"No agent named '{name}'.", param="name")
+        return agent
+
+    def _keep_agent(self, agent: Agent, principal: Principal) -> Agent:
+        """Check what the agent names, and keep it with its buckets as ids."""
+        if agent.generator not in self.generators:
+            known = ", ".join(sorted(self.generators))
+            raise InvalidRequest(
+                f"No generator named '{agent.generator}'; this server has: {known}.",
+                param="generator",
+            )
+        bucket_ids = tuple(
+            self.library.get_bucket(b, principal=principal).id for b in agent.bucket_ids
+        )
+        kept = agent.model_copy(update={"bucket_ids": bucket_ids})
+        self.library.store.put_agent(kept, tenant_id=principal.tenant_id)
+        return kept
 
     @classmethod
     def open(
@@ -410,6 +502,7 @@ class _AnswerWriter:
         )
 
 
+_AGENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _LEAD = re.compile(r"\s*(?:(?:\d{1,3}[.)]|[-*•+]|\(\d{1,3}\))[ \t]+)?")
 """Spaces and a list marker ("1.", "2)", "(3)", "-", "*", "•") that open a claim."""
 

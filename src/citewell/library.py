@@ -27,6 +27,7 @@ from typing import IO
 
 import numpy as np
 
+from citewell.access import KeyRing
 from citewell.bucket_archive import (
     ArchiveReader,
     Manifest,
@@ -34,6 +35,7 @@ from citewell.bucket_archive import (
     read_archive,
     write_archive,
 )
+from citewell.cite.regions import regions
 from citewell.config import Settings
 from citewell.embed import open_embedder
 from citewell.embed.base import Embedder
@@ -53,6 +55,7 @@ from citewell.ingest.ocr import Ocr, Progress, Recogniser
 from citewell.ingest.segment import sentence_spans
 from citewell.language import detect_language
 from citewell.model import (
+    Box,
     Bucket,
     IngestJob,
     IngestOutcome,
@@ -63,6 +66,7 @@ from citewell.model import (
     Principal,
     SearchRequest,
     Source,
+    Span,
 )
 from citewell.retrieve.search import search
 from citewell.scalar_text import has_surrogates
@@ -107,6 +111,8 @@ class Library:
         self._budget_lock = threading.Lock()  # the OCR budget is checked and spent at once
         self._stopping = threading.Event()
         self._worker: threading.Thread | None = None
+        self.keys = KeyRing(store, admin_key=settings.admin_key)
+        """Tenants and API keys, and who each key stands for."""
 
     @classmethod
     def open(cls, settings: Settings, embedder: Embedder | None = None) -> Library:
@@ -443,6 +449,16 @@ class Library:
     def original(self, source_id: str, *, principal: Principal = LOCAL) -> bytes:
         """The bytes of the original file."""
         return self.store.original(self.get_source(source_id, principal=principal).id)
+
+    def highlight(
+        self, source_id: str, page: Page, span: Span, *, principal: Principal = LOCAL
+    ) -> tuple[Box, ...]:
+        """The boxes of ``span``'s characters on ``page`` of the source: what a page picture
+        draws around a cited range."""
+        source = self.get_source(source_id, principal=principal)
+        text = self.store.source_text(source.id)[span.start : span.end]
+        found = regions([page], span, text, lambda number: self.store.char_boxes(source.id, number))
+        return found[0].boxes if found else ()
 
     # search ----------------------------------------------------------------------------------
     def search(self, request: SearchRequest, *, principal: Principal = LOCAL) -> list[Passage]:

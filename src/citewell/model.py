@@ -41,6 +41,7 @@ __all__ = [
     "CitedSource",
     "Claim",
     "Comparison",
+    "ConversationTurn",
     "CompoundFilter",
     "Evidence",
     "EvidenceSentence",
@@ -66,6 +67,7 @@ __all__ = [
     "Source",
     "SourceStatus",
     "Span",
+    "StoredAnswer",
     "Tenant",
     "Trace",
     "Turn",
@@ -723,3 +725,27 @@ class IngestJob:
     def active(self) -> bool:
         """Whether it has yet to end (queued or running)."""
         return self.state in (JobState.QUEUED, JobState.RUNNING)
+
+
+ConversationTurn = tuple[Literal["user", "assistant"], str]
+"""One earlier message of a conversation: who said it, and what."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredAnswer:
+    """An answer as an API dialect sent it, kept to be read again by the id the client got."""
+
+    id: str
+    """The id the client was given (``resp_…``)."""
+    tenant_id: str
+    answer: Answer
+    rendered: str
+    """The JSON object the client was sent, as text: read back byte for byte."""
+    conversation: tuple[ConversationTurn, ...] = ()
+    """The turns before the answer's question, oldest first."""
+    previous_id: str | None = None
+    """The stored answer this one continues (``previous_response_id``): its conversation quotes
+    that answer, so deleting a source that one holds text of deletes this one too."""
+    key_id: str | None = None
+    """The API key that asked (None: the local user). The answer holds what that key could see:
+    another key reads it again only if it sees everything of the tenant."""

@@ -18,8 +18,9 @@ from citewell.model import (
     Passage,
     ScoreBreakdown,
     Source,
+    StoredAnswer,
 )
-from citewell.store.base import Store, StoredAnswer
+from citewell.store.base import Store
 from citewell.store.sqlite import SQLiteStore
 from tests.contracts.store import DIM, EMBEDDER, draft
 from tests.store.conftest import Backend

@@ -22,9 +22,10 @@ from citewell.model import (
     Permission,
     Principal,
     Span,
+    StoredAnswer,
     Trace,
 )
-from citewell.store.base import Fusion, Scope, Store, StoredAnswer, StoredTrace
+from citewell.store.base import Fusion, Scope, Store, StoredTrace
 from citewell.store.blobs import BlobStore, content_hash
 from citewell.store.files import FileStore
 from citewell.store.migrate import copy_embedded

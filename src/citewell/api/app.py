@@ -20,7 +20,6 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
 import citewell
-from citewell.access import KeyRing
 from citewell.api import agents as agent_routes  # `agents` names create_app's argument
 from citewell.api import (
     buckets,
@@ -77,7 +76,7 @@ def create_app(
         app.state.library = opened
         app.state.engine = Engine.open(opened, agents, keep_traces=True)
         app.state.files = FileStore(open_objects(opened.settings, "files"))
-        app.state.keys = KeyRing(opened.store, admin_key=settings.admin_key)
+        app.state.keys = opened.keys
         app.state.links = LinkSigner.open(opened.settings.links, opened.settings.data_dir)
         app.state.started_at = int(time.time())
         opened.start_worker()  # takes over the background ingests of servers that died

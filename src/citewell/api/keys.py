@@ -14,9 +14,7 @@ from typing import Literal
 from fastapi import APIRouter, status
 from pydantic import Field
 
-from citewell.access import may_administer
 from citewell.api.deps import KeyRingDep, LibraryDep, ListObject, Managing, WireModel, WireObject
-from citewell.errors import NotFound, PermissionDenied
 from citewell.library import Library
 from citewell.model import ApiKey, Permission, Principal, Tenant
 
@@ -89,11 +87,8 @@ def create_tenant(body: TenantCreate, keys: KeyRingDep, principal: Managing) -> 
 
 
 @router.get("/v1/tenants")
-def list_tenants(library: LibraryDep, principal: Managing) -> ListObject[TenantObject]:
-    if not may_administer(principal):
-        raise PermissionDenied("Only the operator's key may list tenants.")
-    tenants = library.store.list_tenants()
-    return ListObject[TenantObject].of([TenantObject.render(t) for t in tenants])
+def list_tenants(keys: KeyRingDep, principal: Managing) -> ListObject[TenantObject]:
+    return ListObject[TenantObject].of([TenantObject.render(t) for t in keys.tenants(by=principal)])
 
 
 @router.post("/v1/keys", status_code=status.HTTP_201_CREATED)
@@ -115,40 +110,22 @@ def create_key(
 
 @router.get("/v1/keys")
 def list_keys(
-    library: LibraryDep, principal: Managing, tenant_id: str | None = None
+    keys: KeyRingDep, principal: Managing, tenant_id: str | None = None
 ) -> ListObject[KeyObject]:
     """The keys of the caller's tenant (the operator: of ``tenant_id``), revoked ones too."""
-    tenant = _tenant(principal, tenant_id or principal.tenant_id)
-    return ListObject[KeyObject].of([KeyObject.render(k) for k in library.store.list_keys(tenant)])
+    found = keys.keys(tenant_id or principal.tenant_id, by=principal)
+    return ListObject[KeyObject].of([KeyObject.render(k) for k in found])
 
 
 @router.get("/v1/keys/{key_id}")
-def get_key(key_id: str, library: LibraryDep, principal: Managing) -> KeyObject:
-    return KeyObject.render(_visible_key(library, principal, key_id))
+def get_key(key_id: str, keys: KeyRingDep, principal: Managing) -> KeyObject:
+    return KeyObject.render(keys.key(key_id, by=principal))
 
 
 @router.delete("/v1/keys/{key_id}")
-def revoke_key(key_id: str, library: LibraryDep, principal: Managing) -> KeyObject:
+def revoke_key(key_id: str, keys: KeyRingDep, principal: Managing) -> KeyObject:
     """Revoke a key (again: no change). It stays listed, with ``revoked_at``."""
-    key = _visible_key(library, principal, key_id)
-    return KeyObject.render(library.store.revoke_key(key.id, tenant_id=key.tenant_id))
-
-
-def _tenant(principal: Principal, tenant_id: str) -> str:
-    if tenant_id != principal.tenant_id and not may_administer(principal):
-        raise PermissionDenied("A key can only see the keys of its own tenant.")
-    return tenant_id
-
-
-def _visible_key(library: Library, principal: Principal, key_id: str) -> ApiKey:
-    """A key of the caller's tenant (any tenant's for the operator); others' are not found."""
-    try:
-        key, _ = library.store.get_key(key_id)
-    except NotFound:
-        key = None
-    if key is None or (key.tenant_id != principal.tenant_id and not may_administer(principal)):
-        raise NotFound(f"No API key found with id '{key_id}'.", param="key_id")
-    return key
+    return KeyObject.render(keys.revoke(key_id, by=principal))
 
 
 def _bucket_ids(library: Library, tenant_id: str, given: list[str] | None) -> list[str] | None:

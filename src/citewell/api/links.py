@@ -16,12 +16,11 @@ from fastapi import APIRouter, Query, Request, Response
 from citewell.api.deps import KeyRingDep, LibraryDep
 from citewell.api.errors import error_response
 from citewell.api.sources import original_response
-from citewell.cite.regions import regions
 from citewell.errors import NotFound, StoreError
 from citewell.imaging import MAX_WIDTH, MIN_WIDTH, ImageFormat, encode, page_image
 from citewell.library import Library
 from citewell.links import Link, LinkKind, LinkRefused, LinkSigner, holder
-from citewell.model import Box, Page, Permission, Principal, Span
+from citewell.model import Page, Permission, Principal, Span
 from citewell.render.common import AccessUrl
 
 __all__ = ["DEFAULT_WIDTH", "access_urls", "router"]
@@ -141,7 +140,9 @@ def open_link(
         source.mime_type,
         page,
         width=width,
-        boxes=_boxes(library, source.id, page, link.span) if link.span else (),
+        boxes=library.highlight(source.id, page, link.span, principal=principal)
+        if link.span
+        else (),
         crop=crop,
     )
     return Response(
@@ -156,10 +157,3 @@ def _page(library: Library, link: Link, principal: Principal) -> Page:
         if page.number == link.page:
             return page
     raise NotFound(f"no page {link.page} in source '{link.source_id}'", param="page")
-
-
-def _boxes(library: Library, source_id: str, page: Page, span: Span) -> tuple[Box, ...]:
-    """The boxes of ``span`` on ``page`` (the caller may see the source)."""
-    text = library.store.source_text(source_id)[span.start : span.end]
-    found = regions([page], span, text, lambda number: library.store.char_boxes(source_id, number))
-    return found[0].boxes if found else ()

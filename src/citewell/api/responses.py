@@ -38,10 +38,9 @@ from citewell.api.search import BoundedFilter
 from citewell.engine import Engine
 from citewell.errors import InvalidRequest, NotFound
 from citewell.events import Question
-from citewell.model import Answer, CompoundFilter, Filter, Permission, Principal, Turn
+from citewell.model import Answer, CompoundFilter, Filter, Permission, Principal, StoredAnswer, Turn
 from citewell.render import ResponseOptions, ResponseStream, render_response
 from citewell.render.common import dumps
-from citewell.store.base import StoredAnswer
 
 __all__ = ["ResponsesBody", "router"]
 
@@ -180,20 +179,19 @@ async def create_response(
         store=body.store is not False,
         user=body.user,
     )
-    turns = tuple((t.role, t.text) for t in question.history)
 
     async def keep(answer: Answer, rendered: str) -> None:
         if options.store:
-            stored = StoredAnswer(
-                id=f"resp_{options.id}",
-                tenant_id=principal.tenant_id,
-                answer=answer,
-                rendered=rendered,
-                conversation=turns,
-                previous_id=body.previous_response_id,
-                key_id=principal.key_id,
+            await anyio.to_thread.run_sync(
+                lambda: engine.keep_answer(
+                    f"resp_{options.id}",
+                    answer,
+                    rendered,
+                    conversation=question.history,
+                    previous_id=body.previous_response_id,
+                    principal=principal,
+                )
             )
-            await anyio.to_thread.run_sync(engine.library.store.put_answer, stored)
 
     if body.stream:
         stream = ResponseStream(options)
@@ -226,14 +224,9 @@ async def get_response(
 
 
 async def _stored(engine: Engine, response_id: str, principal: Principal) -> StoredAnswer:
-    """A stored answer the caller may read again: its own, or any of the tenant's when it sees
-    everything (an answer holds what the key that asked could see)."""
-    stored = await anyio.to_thread.run_sync(
-        lambda: engine.library.store.get_answer(response_id, tenant_id=principal.tenant_id)
+    return await anyio.to_thread.run_sync(
+        lambda: engine.stored_answer(response_id, principal=principal)
     )
-    if stored.key_id != principal.key_id and not principal.sees_everything:
-        raise NotFound(f"No response found with id '{response_id}'.", param="response_id")
-    return stored
 
 
 def _messages(input_: str | list[InputItem]) -> list[tuple[str, str]]:

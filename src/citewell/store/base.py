@@ -33,19 +33,18 @@ from citewell.model import (
     Principal,
     ScoreBreakdown,
     Source,
+    StoredAnswer,
     Tenant,
     Trace,
 )
 
 __all__ = [
     "ChunkHit",
-    "ConversationTurn",
     "FusedHit",
     "Fusion",
     "Scope",
     "SourceDraft",
     "Store",
-    "StoredAnswer",
     "StoredTrace",
     "Vectors",
     "chunk_id",
@@ -118,30 +117,6 @@ def sources_quoted(answer: Answer) -> set[str]:
         | {s.source.id for s in answer.sources}
         | {p.source.id for p in answer.passages}
     )
-
-
-ConversationTurn = tuple[Literal["user", "assistant"], str]
-"""One earlier message of a conversation: who said it, and what."""
-
-
-@dataclass(frozen=True, slots=True)
-class StoredAnswer:
-    """An answer as an API dialect sent it, kept to be read again by the id the client got."""
-
-    id: str
-    """The id the client was given (``resp_…``)."""
-    tenant_id: str
-    answer: Answer
-    rendered: str
-    """The JSON object the client was sent, as text: read back byte for byte."""
-    conversation: tuple[ConversationTurn, ...] = ()
-    """The turns before the answer's question, oldest first."""
-    previous_id: str | None = None
-    """The stored answer this one continues (``previous_response_id``): its conversation quotes
-    that answer, so deleting a source that one holds text of deletes this one too."""
-    key_id: str | None = None
-    """The API key that asked (None: the local user). The answer holds what that key could see:
-    another key reads it again only if it sees everything of the tenant."""
 
 
 @dataclass(frozen=True, slots=True)

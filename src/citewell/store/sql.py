@@ -30,17 +30,11 @@ from citewell.model import (
     Modality,
     Permission,
     Source,
+    StoredAnswer,
     Tenant,
     Trace,
 )
-from citewell.store.base import (
-    SourceDraft,
-    StoredAnswer,
-    StoredTrace,
-    job_interrupted,
-    new_id,
-    sources_quoted,
-)
+from citewell.store.base import SourceDraft, StoredTrace, job_interrupted, new_id, sources_quoted
 from citewell.store.blobs import BlobStore
 from citewell.store.dialect import Connection, Cursor, Dialect, Row
 from citewell.store.encoding import pack_boxes, pack_confidences, unpack_boxes, unpack_confidences
