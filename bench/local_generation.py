@@ -32,8 +32,8 @@ from pathlib import Path
 import anyio
 
 from citewell.cite.evidence import build_evidence
+from citewell.cite.writer import REFUSALS
 from citewell.config import LocalSettings
-from citewell.engine import REFUSALS
 from citewell.evaluate.loaders import load
 from citewell.evaluate.metrics import claims
 from citewell.generate.extractive import ExtractiveGenerator

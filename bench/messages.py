@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from answers import HEADER, DataSet, Outcome, load, row, serving
+from citewell.cite.writer import REFUSALS
 from citewell.config import RetrieveSettings, Settings
-from citewell.engine import REFUSALS
 from citewell.evaluate.loaders import Case
 from citewell.model import Span
 from common import evaldata_dir, machine, percentile, reproduce_line, table

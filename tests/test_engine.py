@@ -12,8 +12,18 @@ import pytest
 from citewell.config import Settings
 from citewell.engine import Engine
 from citewell.errors import GeneratorUnavailable
-from citewell.events import ClaimDone, Completed, Given, Question, Retrieved, TextDelta
-from citewell.generate.base import CitedSentence, Declined, Draft, TextPiece
+from citewell.events import (
+    CitedSentence,
+    ClaimDone,
+    Completed,
+    Declined,
+    Draft,
+    Given,
+    Question,
+    Retrieved,
+    TextDelta,
+    TextPiece,
+)
 from citewell.library import Library
 from citewell.model import Agent, Answer, Evidence, GroundingState, Page, Principal, Span
 from tests.generate.samples import Doc, evidence

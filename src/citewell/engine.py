@@ -12,48 +12,35 @@ events as the answer grows (a claim's citations right after its last character),
 from __future__ import annotations
 
 import re
-import secrets
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from fnmatch import fnmatchcase
 from typing import Any
 
 import anyio.to_thread
-import numpy as np
 from pydantic import ValidationError
 
 from citewell.cite.attribute import Attribution
 from citewell.cite.evidence import build_evidence, distinct_passages
-from citewell.cite.markers import MarkerStream
+from citewell.cite.pages import PageCache
 from citewell.cite.verify import Verifier
+from citewell.cite.writer import AnswerWriter
 from citewell.errors import Conflict, InvalidRequest, NotFound
-from citewell.events import AnswerEvent, ClaimDone, Completed, Question, Retrieved, TextDelta
-from citewell.generate.base import CitedSentence, Declined, Draft, Generator, Queued, TextPiece
-from citewell.ingest.base import Block, BlockKind
-from citewell.ingest.segment import sentence_spans
+from citewell.events import AnswerEvent, Completed, Question, Retrieved
+from citewell.generate.base import Generator, Queued
 from citewell.language import detect_language
 from citewell.library import LOCAL, Library
 from citewell.model import (
     Agent,
     Answer,
-    CharBoxes,
-    CharConfidences,
-    Claim,
     CompoundFilter,
-    Evidence,
     Filter,
-    GroundingState,
-    Page,
     Passage,
     Principal,
     SearchRequest,
-    Span,
     StoredAnswer,
     Tenant,
-    Trace,
     Turn,
 )
 from citewell.redact import redact_passage
@@ -62,12 +49,6 @@ from citewell.store.base import StoredTrace
 __all__ = [
     "Engine",
 ]
-
-REFUSALS = {
-    "en": "The available sources do not answer this question.",
-    "es": "Las fuentes disponibles no responden a esta pregunta.",
-    "zh": "现有资料无法回答这个问题。",
-}
 
 
 class Engine:
@@ -265,7 +246,7 @@ class Engine:
             )
         )
         attribution = Attribution(evidence, agent, self._verifier(agent), self._pages(question))
-        writer = _AnswerWriter(evidence, agent, attribution)
+        writer = AnswerWriter(evidence, agent, attribution)
         async for event in writer.write(generator.generate(evidence, agent=agent)):
             yield event
         done = time.perf_counter()
@@ -316,206 +297,12 @@ class Engine:
         # Made for each answer: a judge holds its settings and nothing else (no connection).
         return ChatJudge(self.library.settings, agent.model, fallback=self.verifier)
 
-    def _pages(self, question: Question) -> _PageCache:
+    def _pages(self, question: Question) -> PageCache:
         given = question.given.pages if question.given is not None else {}
-        return _PageCache(self.library, dict(given))
-
-
-class _PageCache:
-    """Pages of cited sources and their characters' boxes and OCR confidences, read once per
-    answer (given sources' pages come with them, without either)."""
-
-    def __init__(self, library: Library, given: dict[str, tuple[Page, ...]]) -> None:
-        self._library = library
-        self._pages = given
-        self._given = frozenset(given)
-        self._boxes: dict[tuple[str, int], CharBoxes] = {}
-        self._confidences: dict[tuple[str, int], CharConfidences] = {}
-
-    def pages(self, source_id: str) -> tuple[Page, ...]:
-        if source_id not in self._pages:
-            self._pages[source_id] = self._library.store.source_pages(source_id)
-        return self._pages[source_id]
-
-    def char_boxes(self, source_id: str, page_number: int) -> CharBoxes:
-        key = (source_id, page_number)
-        if key not in self._boxes:
-            self._boxes[key] = (
-                np.empty((0, 4), dtype=np.float32)
-                if source_id in self._given
-                else self._library.store.char_boxes(source_id, page_number)
-            )
-        return self._boxes[key]
-
-    def char_confidences(self, source_id: str, page_number: int) -> CharConfidences:
-        key = (source_id, page_number)
-        if key not in self._confidences:
-            self._confidences[key] = (
-                np.empty(0, dtype=np.uint8)
-                if source_id in self._given
-                else self._library.store.char_confidences(source_id, page_number)
-            )
-        return self._confidences[key]
-
-
-@dataclass
-class _AnswerWriter:
-    """Turns a generator's drafts into answer text, claims and citations, as events.
-
-    Free text (``TextPiece``) is shown as it arrives, markers stripped, unless the agent is
-    strict; its claims settle sentence by sentence, as soon as the text shows a sentence to be
-    complete. A strict agent shows a sentence only once a citation supports it.
-
-    Attribution runs in a worker thread: verifying a claim may mean asking a remote model.
-    """
-
-    evidence: Evidence
-    agent: Agent
-    attribution: Attribution
-    text: str = ""
-    declined: bool = False
-    _pending: str = ""
-    """Clean free text not yet settled into claims."""
-    _received: int = 0
-    """Clean free text received so far, settled or not (marker offsets count in it)."""
-    _shown_from: int = 0
-    """Where free text starts in ``text`` (only text is ever appended)."""
-
-    async def write(self, drafts: AsyncIterator[Draft]) -> AsyncIterator[AnswerEvent]:
-        markers = MarkerStream(len(self.evidence.sentences))
-        async for draft in drafts:
-            if isinstance(draft, Declined):
-                self.declined = True
-                break
-            if isinstance(draft, CitedSentence):
-                for event in await self._sentence(draft.text, draft.evidence):
-                    yield event
-            elif isinstance(draft, TextPiece):
-                for event in await self._free(markers.feed(draft.text), markers):
-                    yield event
-        for event in await self._free(markers.flush(), markers, final=True):
-            yield event
-        if self.declined or not any(c.supported for c in self.attribution.claims):
-            for event in self._refusal():
-                yield event
-
-    async def _sentence(self, text: str, numbers: Sequence[int]) -> list[AnswerEvent]:
-        """A sentence whose citations the generator named (possibly none)."""
-        stripped = text.strip()
-        if not stripped:
-            return []
-        if self.agent.strict:
-            supports = self.attribution.supports
-            if not await anyio.to_thread.run_sync(supports, stripped, numbers):
-                return []
-        start = len(self.text)
-        self.text += text
-        return [TextDelta(text), await self._claim(start, text, numbers)]
-
-    async def _free(
-        self, clean: str, markers: MarkerStream, *, final: bool = False
-    ) -> list[AnswerEvent]:
-        events: list[AnswerEvent] = []
-        if not self.agent.strict and clean:
-            if not self._pending and self._received == 0:
-                self._shown_from = len(self.text)
-            self.text += clean
-            events.append(TextDelta(clean))
-        base = self._received - len(self._pending)  # stream offset of _pending[0]
-        self._received += len(clean)
-        self._pending += clean
-        spans = _sentences(self._pending)
-        settled = 0
-        for index in range(len(spans) if final else len(spans) - 1):
-            last = index + 1 == len(spans)
-            end = len(self._pending) if last else spans[index + 1].start
-            numbers = markers.numbers_between(base + settled, base + end, inclusive=last and final)
-            events.extend(await self._settle(self._pending[settled:end], base + settled, numbers))
-            settled = end
-        self._pending = self._pending[settled:]
-        return events
-
-    async def _settle(
-        self, piece: str, stream_offset: int, numbers: Sequence[int]
-    ) -> list[AnswerEvent]:
-        if self.agent.strict:
-            return await self._sentence(piece, numbers)
-        return [await self._claim(self._shown_from + stream_offset, piece, numbers)]
-
-    async def _claim(self, start: int, piece: str, numbers: Sequence[int]) -> ClaimDone:
-        """Attribute ``piece``, which stands at ``start`` of the answer text.
-
-        The claim is the piece without the spaces around it, nor a list marker before it: "1."
-        is layout, and as a number it would fail verification against every source.
-        """
-        lead = _LEAD.match(piece)
-        assert lead is not None  # the pattern matches the empty string
-        end = len(piece.rstrip())
-        span = Span(start=start + min(lead.end(), end), end=start + end)
-        result = await anyio.to_thread.run_sync(
-            self.attribution.attribute, self.text, span, numbers
-        )
-        return ClaimDone(len(self.attribution.claims) - 1, result)
-
-    def _refusal(self) -> list[AnswerEvent]:
-        """Say plainly that the sources do not answer, rather than leave a guess standing."""
-        refusal = self.agent.refusal or REFUSALS.get(self.evidence.language or "en", REFUSALS["en"])
-        self.declined = True
-        separator = "\n\n" if self.text.strip() else ""
-        start = len(self.text) + len(separator)
-        self.text += separator + refusal
-        span = Span(start=start, end=len(self.text))
-        self.attribution.claims.append(Claim(span=span, supported=False, needs_citation=False))
-        return [TextDelta(separator + refusal)]
-
-    def answer(
-        self, question: Question, agent: Agent, timings: dict[str, float], fingerprint: str
-    ) -> Answer:
-        attribution = self.attribution
-        if not question.retrieve:
-            grounding = GroundingState.NONE
-        elif self.declined or not attribution.citations:
-            grounding = GroundingState.MISSING
-        elif not agent.show_sources:
-            grounding = GroundingState.HIDDEN
-        else:
-            grounding = GroundingState.AVAILABLE
-        return Answer(
-            id=f"ans_{secrets.token_hex(12)}",
-            agent=agent.name,
-            question=question.text,
-            text=self.text,
-            claims=tuple(attribution.claims),
-            citations=tuple(attribution.citations),
-            sources=tuple(attribution.sources),
-            passages=self.evidence.passages,
-            grounding=grounding,
-            declined=self.declined,
-            created_at=datetime.now(UTC),
-            trace=Trace(
-                retrieved_chunk_ids=tuple(p.chunk.id for p in self.evidence.passages),
-                cited_chunk_ids=tuple(dict.fromkeys(c.chunk_id for c in attribution.citations)),
-                verdicts=tuple(attribution.verdicts),
-                timings_ms=timings,
-                settings_fingerprint=fingerprint,
-            ),
-        )
+        return PageCache(self.library.store, dict(given))
 
 
 _AGENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-_LEAD = re.compile(r"\s*(?:(?:\d{1,3}[.)]|[-*•+]|\(\d{1,3}\))[ \t]+)?")
-"""Spaces and a list marker ("1.", "2)", "(3)", "-", "*", "•") that open a claim."""
-
-
-def _sentences(text: str) -> list[Span]:
-    """Sentence ranges of answer text: paragraphs split at blank lines, then blingfire."""
-    blocks, start = [], 0
-    for paragraph in text.split("\n\n"):
-        end = start + len(paragraph)
-        if paragraph.strip():
-            blocks.append(Block(BlockKind.PARAGRAPH, Span(start=start, end=end), ()))
-        start = end + 2
-    return list(sentence_spans(text, blocks))
 
 
 def _buckets(

@@ -25,6 +25,10 @@ from citewell.model import (
 )
 
 __all__ = [
+    "CitedSentence",
+    "Declined",
+    "Draft",
+    "TextPiece",
     "AnswerEvent",
     "Citable",
     "ClaimDone",
@@ -124,3 +128,29 @@ class Completed:
 
 
 AnswerEvent = Retrieved | TextDelta | ClaimDone | Completed
+
+
+# What a generator drafts, for the engine to write into an answer (generate/base.py). -------
+
+
+@dataclass(frozen=True, slots=True)
+class TextPiece:
+    """Answer text as written, possibly holding inline ``[n]`` markers."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class CitedSentence:
+    """A whole answer sentence and the evidence sentences it rests on (may be empty)."""
+
+    text: str
+    evidence: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Declined:
+    """The evidence does not answer the question."""
+
+
+Draft = TextPiece | CitedSentence | Declined

@@ -13,7 +13,7 @@ from citewell.api import create_app
 from citewell.cite.verify import CalibratedVerifier
 from citewell.config import Settings
 from citewell.errors import GeneratorTimeout, GeneratorUnavailable
-from citewell.generate.base import Declined, Draft, TextPiece
+from citewell.events import Declined, Draft, TextPiece
 from citewell.model import Agent, Evidence
 
 POLICY = (

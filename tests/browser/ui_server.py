@@ -22,7 +22,8 @@ from fastapi import FastAPI
 
 from citewell.api import create_app
 from citewell.config import RetrieveSettings, Settings
-from citewell.generate.base import CitedSentence, Draft, Generator, TextPiece
+from citewell.events import CitedSentence, Draft, TextPiece
+from citewell.generate.base import Generator
 from citewell.model import Agent, Evidence
 
 HIDDEN = "citewell-hidden"

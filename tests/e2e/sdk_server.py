@@ -18,7 +18,7 @@ from fastapi import FastAPI
 from citewell.api import create_app
 from citewell.config import RetrieveSettings, Settings
 from citewell.errors import GeneratorError, GeneratorTimeout, GeneratorUnavailable
-from citewell.generate.base import Draft, TextPiece
+from citewell.events import Draft, TextPiece
 from citewell.model import Agent, Evidence
 
 AGENTS = (

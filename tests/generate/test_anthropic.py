@@ -25,10 +25,9 @@ from citewell.cite.verify import CalibratedVerifier
 from citewell.config import AnthropicSettings, GenerateSettings, Settings
 from citewell.engine import Engine
 from citewell.errors import GeneratorError, GeneratorTimeout, GeneratorUnavailable
-from citewell.events import Completed, Question, TextDelta
+from citewell.events import CitedSentence, Completed, Declined, Draft, Question, TextDelta
 from citewell.generate import GENERATORS
 from citewell.generate.anthropic import AnthropicGenerator, Documents
-from citewell.generate.base import CitedSentence, Declined, Draft
 from citewell.generate.prompt import passage_label
 from citewell.library import Library
 from citewell.model import Agent, Evidence, Principal, Turn

@@ -9,8 +9,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+from citewell.events import CitedSentence, Declined, Draft
 from citewell.generate.answer_types import AnswerType, expected_type, without_type_phrase
-from citewell.generate.base import CitedSentence, Declined, Draft
 from citewell.generate.extractive import ExtractiveGenerator, Weights
 from citewell.model import Agent, Evidence
 from tests.generate.samples import REFUNDS, SHIPPING, Doc, evidence, split_sentences

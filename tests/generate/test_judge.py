@@ -25,8 +25,7 @@ from citewell.cite.verify import CalibratedVerifier
 from citewell.config import CiteSettings, GenerateSettings, OpenAICompatibleSettings, Settings
 from citewell.engine import Engine
 from citewell.errors import GeneratorUnavailable
-from citewell.events import Question
-from citewell.generate.base import CitedSentence, Draft
+from citewell.events import CitedSentence, Draft, Question
 from citewell.generate.judge import QUESTION, SYSTEM, ChatJudge
 from citewell.library import Library
 from citewell.model import Agent, Answer, Evidence, GroundingState, Principal

@@ -18,8 +18,9 @@ from pydantic import ValidationError
 
 from citewell.config import GenerateSettings, LocalSettings, Settings
 from citewell.errors import GeneratorBusy, GeneratorUnavailable
+from citewell.events import Declined, Draft, TextPiece
 from citewell.generate import GENERATORS
-from citewell.generate.base import Declined, Draft, Queued, TextPiece
+from citewell.generate.base import Queued
 from citewell.generate.grammar import citation_grammar
 from citewell.generate.local import LocalGenerator, LocalModel, local_model
 from citewell.generate.prompt import chat_prompt

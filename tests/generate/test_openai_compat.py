@@ -24,9 +24,8 @@ from citewell.cite.verify import CalibratedVerifier
 from citewell.config import GenerateSettings, OpenAICompatibleSettings, Settings
 from citewell.engine import Engine
 from citewell.errors import GeneratorError, GeneratorTimeout, GeneratorUnavailable
-from citewell.events import Completed, Question, TextDelta
+from citewell.events import Completed, Declined, Draft, Question, TextDelta, TextPiece
 from citewell.generate import GENERATORS
-from citewell.generate.base import Declined, Draft, TextPiece
 from citewell.generate.openai_compat import OpenAICompatibleGenerator
 from citewell.library import Library
 from citewell.model import Agent, Answer, Evidence, Principal

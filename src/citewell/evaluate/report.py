@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from citewell.engine import REFUSALS
+from citewell.cite.writer import REFUSALS
 from citewell.evaluate.loaders import Case
 from citewell.evaluate.metrics import FIGURES, Figure, Outcome, figures, supported
 

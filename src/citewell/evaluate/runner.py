@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import httpx
 
-from citewell.engine import REFUSALS
+from citewell.cite.writer import REFUSALS
 from citewell.evaluate.loaders import Case, DataSet, restated, uploadable
 from citewell.evaluate.metrics import Cited, Outcome
 

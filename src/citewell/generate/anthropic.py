@@ -36,7 +36,7 @@ from anthropic.types import (
 
 from citewell.config import GenerateSettings
 from citewell.errors import GeneratorError, GeneratorTimeout, GeneratorUnavailable
-from citewell.generate.base import CitedSentence, Declined, Draft
+from citewell.events import CitedSentence, Declined, Draft
 from citewell.generate.prompt import ReplyGate, by_passage, document_rules, one_line, passage_label
 from citewell.generate.remote import (
     STATUS_ERRORS,

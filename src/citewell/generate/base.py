@@ -8,9 +8,10 @@ answer from them and says which evidence sentences each part rests on, in one of
 - ``CitedSentence``: one whole answer sentence with the numbers it rests on (generators that
   know their citations structurally: the extractive one, Anthropic's citations API).
 
-A generator that finds nothing in the evidence to answer with yields ``Declined``. Generators
-never see the store, never compute offsets and never decide what is shown: attribution and
-verification belong to the engine.
+A generator that finds nothing in the evidence to answer with yields ``Declined``. (The drafts
+are defined in ``citewell.events``, which the answer writer reads too.) Generators never see the
+store, never compute offsets and never decide what is shown: attribution and verification belong
+to the engine.
 
 A generator whose backend writes a bounded number of answers at once (a model in this process)
 is also ``Queued``: the engine takes a place for the answer before anything of it is sent, so a
@@ -21,42 +22,15 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from citewell.events import Draft
 from citewell.model import Agent, Evidence
 
 __all__ = [
-    "CitedSentence",
-    "Declined",
-    "Draft",
     "Generator",
     "Queued",
-    "TextPiece",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class TextPiece:
-    """Answer text as written, possibly holding inline ``[n]`` markers."""
-
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class CitedSentence:
-    """A whole answer sentence and the evidence sentences it rests on (may be empty)."""
-
-    text: str
-    evidence: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Declined:
-    """The evidence does not answer the question."""
-
-
-Draft = TextPiece | CitedSentence | Declined
 
 
 class Generator(Protocol):

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import anyio.to_thread
 
+from citewell.events import CitedSentence, Declined, Draft
 from citewell.generate.answer_types import carries, expected_type
-from citewell.generate.base import CitedSentence, Declined, Draft
 from citewell.generate.overlap import QuestionTerms, sentence_overlaps
 from citewell.language import is_cjk
 from citewell.model import Agent, Evidence

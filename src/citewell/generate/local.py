@@ -30,7 +30,7 @@ import anyio.to_thread
 
 from citewell.config import GenerateSettings, LocalSettings
 from citewell.errors import GeneratorBusy, GeneratorError, GeneratorUnavailable
-from citewell.generate.base import Declined, Draft, TextPiece
+from citewell.events import Declined, Draft, TextPiece
 from citewell.generate.grammar import citation_grammar
 from citewell.generate.prompt import ReplyGate, by_passage, chat_prompt
 from citewell.generate.remote import required

@@ -26,7 +26,7 @@ from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
 
 from citewell.config import GenerateSettings
 from citewell.errors import GeneratorError, GeneratorTimeout, GeneratorUnavailable
-from citewell.generate.base import Declined, Draft, TextPiece
+from citewell.events import Declined, Draft, TextPiece
 from citewell.generate.prompt import ReplyGate, by_passage, chat_prompt
 from citewell.generate.remote import (
     STATUS_ERRORS,

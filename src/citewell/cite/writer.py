@@ -1,0 +1,199 @@
+"""An answer written from a generator's drafts: its text, claims and citations, as events.
+
+The engine hands the writer what a generator drafts; the writer strips inline markers, settles
+free text into claims sentence by sentence, has each claim attributed and verified, says plainly
+when the sources do not answer, and finally makes the ``Answer``.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import anyio.to_thread
+
+from citewell.cite.attribute import Attribution
+from citewell.cite.markers import MarkerStream
+from citewell.events import (
+    AnswerEvent,
+    CitedSentence,
+    ClaimDone,
+    Declined,
+    Draft,
+    Question,
+    TextDelta,
+    TextPiece,
+)
+from citewell.ingest.base import Block, BlockKind
+from citewell.ingest.segment import sentence_spans
+from citewell.model import Agent, Answer, Claim, Evidence, GroundingState, Span, Trace
+
+__all__ = ["REFUSALS", "AnswerWriter"]
+
+REFUSALS = {
+    "en": "The available sources do not answer this question.",
+    "es": "Las fuentes disponibles no responden a esta pregunta.",
+    "zh": "现有资料无法回答这个问题。",
+}
+
+
+@dataclass
+class AnswerWriter:
+    """Turns a generator's drafts into answer text, claims and citations, as events.
+
+    Free text (``TextPiece``) is shown as it arrives, markers stripped, unless the agent is
+    strict; its claims settle sentence by sentence, as soon as the text shows a sentence to be
+    complete. A strict agent shows a sentence only once a citation supports it.
+
+    Attribution runs in a worker thread: verifying a claim may mean asking a remote model.
+    """
+
+    evidence: Evidence
+    agent: Agent
+    attribution: Attribution
+    text: str = ""
+    declined: bool = False
+    _pending: str = ""
+    """Clean free text not yet settled into claims."""
+    _received: int = 0
+    """Clean free text received so far, settled or not (marker offsets count in it)."""
+    _shown_from: int = 0
+    """Where free text starts in ``text`` (only text is ever appended)."""
+
+    async def write(self, drafts: AsyncIterator[Draft]) -> AsyncIterator[AnswerEvent]:
+        markers = MarkerStream(len(self.evidence.sentences))
+        async for draft in drafts:
+            if isinstance(draft, Declined):
+                self.declined = True
+                break
+            if isinstance(draft, CitedSentence):
+                for event in await self._sentence(draft.text, draft.evidence):
+                    yield event
+            elif isinstance(draft, TextPiece):
+                for event in await self._free(markers.feed(draft.text), markers):
+                    yield event
+        for event in await self._free(markers.flush(), markers, final=True):
+            yield event
+        if self.declined or not any(c.supported for c in self.attribution.claims):
+            for event in self._refusal():
+                yield event
+
+    async def _sentence(self, text: str, numbers: Sequence[int]) -> list[AnswerEvent]:
+        """A sentence whose citations the generator named (possibly none)."""
+        stripped = text.strip()
+        if not stripped:
+            return []
+        if self.agent.strict:
+            supports = self.attribution.supports
+            if not await anyio.to_thread.run_sync(supports, stripped, numbers):
+                return []
+        start = len(self.text)
+        self.text += text
+        return [TextDelta(text), await self._claim(start, text, numbers)]
+
+    async def _free(
+        self, clean: str, markers: MarkerStream, *, final: bool = False
+    ) -> list[AnswerEvent]:
+        events: list[AnswerEvent] = []
+        if not self.agent.strict and clean:
+            if not self._pending and self._received == 0:
+                self._shown_from = len(self.text)
+            self.text += clean
+            events.append(TextDelta(clean))
+        base = self._received - len(self._pending)  # stream offset of _pending[0]
+        self._received += len(clean)
+        self._pending += clean
+        spans = _sentences(self._pending)
+        settled = 0
+        for index in range(len(spans) if final else len(spans) - 1):
+            last = index + 1 == len(spans)
+            end = len(self._pending) if last else spans[index + 1].start
+            numbers = markers.numbers_between(base + settled, base + end, inclusive=last and final)
+            events.extend(await self._settle(self._pending[settled:end], base + settled, numbers))
+            settled = end
+        self._pending = self._pending[settled:]
+        return events
+
+    async def _settle(
+        self, piece: str, stream_offset: int, numbers: Sequence[int]
+    ) -> list[AnswerEvent]:
+        if self.agent.strict:
+            return await self._sentence(piece, numbers)
+        return [await self._claim(self._shown_from + stream_offset, piece, numbers)]
+
+    async def _claim(self, start: int, piece: str, numbers: Sequence[int]) -> ClaimDone:
+        """Attribute ``piece``, which stands at ``start`` of the answer text.
+
+        The claim is the piece without the spaces around it, nor a list marker before it: "1."
+        is layout, and as a number it would fail verification against every source.
+        """
+        lead = _LEAD.match(piece)
+        assert lead is not None  # the pattern matches the empty string
+        end = len(piece.rstrip())
+        span = Span(start=start + min(lead.end(), end), end=start + end)
+        result = await anyio.to_thread.run_sync(
+            self.attribution.attribute, self.text, span, numbers
+        )
+        return ClaimDone(len(self.attribution.claims) - 1, result)
+
+    def _refusal(self) -> list[AnswerEvent]:
+        """Say plainly that the sources do not answer, rather than leave a guess standing."""
+        refusal = self.agent.refusal or REFUSALS.get(self.evidence.language or "en", REFUSALS["en"])
+        self.declined = True
+        separator = "\n\n" if self.text.strip() else ""
+        start = len(self.text) + len(separator)
+        self.text += separator + refusal
+        span = Span(start=start, end=len(self.text))
+        self.attribution.claims.append(Claim(span=span, supported=False, needs_citation=False))
+        return [TextDelta(separator + refusal)]
+
+    def answer(
+        self, question: Question, agent: Agent, timings: dict[str, float], fingerprint: str
+    ) -> Answer:
+        attribution = self.attribution
+        if not question.retrieve:
+            grounding = GroundingState.NONE
+        elif self.declined or not attribution.citations:
+            grounding = GroundingState.MISSING
+        elif not agent.show_sources:
+            grounding = GroundingState.HIDDEN
+        else:
+            grounding = GroundingState.AVAILABLE
+        return Answer(
+            id=f"ans_{secrets.token_hex(12)}",
+            agent=agent.name,
+            question=question.text,
+            text=self.text,
+            claims=tuple(attribution.claims),
+            citations=tuple(attribution.citations),
+            sources=tuple(attribution.sources),
+            passages=self.evidence.passages,
+            grounding=grounding,
+            declined=self.declined,
+            created_at=datetime.now(UTC),
+            trace=Trace(
+                retrieved_chunk_ids=tuple(p.chunk.id for p in self.evidence.passages),
+                cited_chunk_ids=tuple(dict.fromkeys(c.chunk_id for c in attribution.citations)),
+                verdicts=tuple(attribution.verdicts),
+                timings_ms=timings,
+                settings_fingerprint=fingerprint,
+            ),
+        )
+
+
+_LEAD = re.compile(r"\s*(?:(?:\d{1,3}[.)]|[-*•+]|\(\d{1,3}\))[ \t]+)?")
+"""Spaces and a list marker ("1.", "2)", "(3)", "-", "*", "•") that open a claim."""
+
+
+def _sentences(text: str) -> list[Span]:
+    """Sentence ranges of answer text: paragraphs split at blank lines, then blingfire."""
+    blocks, start = [], 0
+    for paragraph in text.split("\n\n"):
+        end = start + len(paragraph)
+        if paragraph.strip():
+            blocks.append(Block(BlockKind.PARAGRAPH, Span(start=start, end=end), ()))
+        start = end + 2
+    return list(sentence_spans(text, blocks))
