@@ -4,6 +4,8 @@
     ├── ConfigError            the operator: a setting is wrong or a dependency is missing
     ├── InvalidRequest         the caller: the request cannot be served as written
     │   ├── NotFound           ... it names something that does not exist (or is not visible)
+    │   │   └── UnknownModel   ...... a model (an agent) the caller has none of
+    │   ├── UnknownPrevious    ... it continues an earlier answer that is not there
     │   ├── Unauthenticated    ... it carries no valid API key where one is required
     │   ├── PermissionDenied   ... the caller may not do this
     │   ├── Conflict           ... it clashes with the current state
@@ -41,6 +43,8 @@ __all__ = [
     "QuotaExceeded",
     "StoreError",
     "Unauthenticated",
+    "UnknownModel",
+    "UnknownPrevious",
     "UnsupportedFormat",
 ]
 
@@ -67,6 +71,15 @@ class InvalidRequest(CitewellError):
 
 class NotFound(InvalidRequest):
     """The request names something that does not exist, or that the caller may not see."""
+
+
+class UnknownModel(NotFound):
+    """The request names as its ``model`` an agent the caller has none of."""
+
+
+class UnknownPrevious(InvalidRequest):
+    """The request continues an earlier answer (``previous_response_id``) that is not there:
+    a bad request rather than a missing resource, since the URL itself names nothing."""
 
 
 class Unauthenticated(InvalidRequest):

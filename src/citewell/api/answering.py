@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from typing import Annotated, Protocol
 
 import anyio.to_thread
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import StreamingResponse
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from citewell.api.errors import GENERIC_MESSAGE, error_response
+from citewell.api.errors import GENERIC_MESSAGE
 from citewell.engine import Engine
-from citewell.errors import GeneratorError, InvalidRequest, NotFound
+from citewell.errors import GeneratorError, InvalidRequest, NotFound, UnknownModel
 from citewell.events import AnswerEvent, Completed, Retrieved
 from citewell.model import Agent, Answer, Principal, Turn
 from citewell.render import CitationCompat, SourcesAppendix
@@ -120,17 +120,14 @@ def render_choices(
     return compat, "include" if chosen == "include" else "omit"
 
 
-def find_agent(engine: Engine, model: str | None, principal: Principal) -> Agent | JSONResponse:
-    """The agent a request names as its ``model`` (the default agent for none), or the 404."""
+def find_agent(engine: Engine, model: str | None, principal: Principal) -> Agent:
+    """The agent a request names as its ``model`` (the default agent for none)."""
     try:
         return engine.agent(model, tenant_id=principal.tenant_id)
     except NotFound:
-        return error_response(
-            404,
-            f"The model `{model}` does not exist or you do not have access to it.",
-            param="model",
-            code="model_not_found",
-        )
+        raise UnknownModel(
+            f"The model `{model}` does not exist or you do not have access to it.", param="model"
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ import time
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from pydantic import Field
 
 from citewell.api.answering import (
@@ -90,8 +90,6 @@ async def create_chat_completion(
 ) -> Response:
     """An answer with its citations, as a ``chat.completion`` or its chunks."""
     agent = find_agent(engine, body.model, principal)
-    if isinstance(agent, JSONResponse):
-        return agent
     if body.response_format is not None and body.response_format.get("type") != "text":
         raise InvalidRequest(
             "Only text answers are supported: response_format must be {'type': 'text'}.",

@@ -48,8 +48,11 @@ from citewell.errors import (
     QuotaExceeded,
     StoreError,
     Unauthenticated,
+    UnknownModel,
+    UnknownPrevious,
     UnsupportedFormat,
 )
+from citewell.links import LinkRefused
 
 __all__ = [
     "ANTHROPIC_TYPES",
@@ -70,6 +73,8 @@ GENERIC_MESSAGE = "The server had an error while processing your request."
 ERROR_STATUS: dict[type[CitewellError], tuple[int, str, str | None]] = {
     InvalidRequest: (400, INVALID, "invalid_value"),
     NotFound: (404, INVALID, "not_found"),
+    UnknownModel: (404, INVALID, "model_not_found"),
+    UnknownPrevious: (400, INVALID, "previous_response_not_found"),
     Unauthenticated: (401, INVALID, "invalid_api_key"),
     PermissionDenied: (403, INVALID, "permission_denied"),
     Conflict: (409, INVALID, "conflict"),
@@ -218,6 +223,8 @@ def _citewell_error(request: Request, exc: Exception) -> JSONResponse:
     param = getattr(exc, "param", None)
     if isinstance(exc, IngestError):
         param = "file"
+    if isinstance(exc, LinkRefused):
+        code = exc.reason  # which way the link failed: expired, revoked, tampered…
     headers = None
     if isinstance(exc, Unauthenticated):
         headers = {"www-authenticate": "Bearer"}

@@ -14,12 +14,11 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response
 
 from citewell.api.deps import KeyRingDep, LibraryDep
-from citewell.api.errors import error_response
 from citewell.api.sources import original_response
 from citewell.errors import NotFound, StoreError
 from citewell.imaging import MAX_WIDTH, MIN_WIDTH, ImageFormat, encode, page_image
 from citewell.library import Library
-from citewell.links import Link, LinkKind, LinkRefused, LinkSigner, holder
+from citewell.links import Link, LinkKind, LinkSigner, holder
 from citewell.model import Page, Permission, Principal, Span
 from citewell.render.common import AccessUrl
 
@@ -121,11 +120,8 @@ def open_link(
     """What a signed link names (the source's original file, or a picture of one of its pages),
     for as long as the link and its key allow; no API key needed."""
     signer = get_signer(request)
-    try:
-        link = signer.verify(token)
-        principal = holder(link, keys)
-    except LinkRefused as refused:
-        return error_response(403, refused.message, param=refused.param, code=refused.reason)
+    link = signer.verify(token)
+    principal = holder(link, keys)
     remaining = max(1, link.expires_at - signer.now())
     # Shared caches must not keep it: it is the key's, and it must stop opening on time.
     headers = {"Cache-Control": f"private, max-age={remaining}"}

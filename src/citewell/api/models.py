@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Literal
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
 from pydantic import Field
 
 from citewell.api.answering import find_agent
@@ -44,9 +43,7 @@ def list_models(
 @router.get("/v1/models/{model}", response_model=None)
 def get_model(
     model: str, request: Request, engine: EngineDep, principal: PrincipalDep
-) -> ModelObject | JSONResponse:
+) -> ModelObject:
     """One agent; 404 ``model_not_found`` for a name no agent of the caller's has."""
     agent = find_agent(engine, model, principal)
-    if isinstance(agent, JSONResponse):
-        return agent
     return ModelObject.render(agent, request.app.state.started_at)

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 import anyio.to_thread
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from pydantic import Field, field_validator
 
 from citewell.api.answering import (
@@ -32,11 +32,10 @@ from citewell.api.answering import (
     text_of,
 )
 from citewell.api.deps import Asking, EngineDep, WireModel
-from citewell.api.errors import error_response
 from citewell.api.links import access_urls
 from citewell.api.search import BoundedFilter
 from citewell.engine import Engine
-from citewell.errors import InvalidRequest, NotFound
+from citewell.errors import InvalidRequest, NotFound, UnknownPrevious
 from citewell.events import Question
 from citewell.model import Answer, CompoundFilter, Filter, Permission, Principal, StoredAnswer, Turn
 from citewell.render import ResponseOptions, ResponseStream, render_response
@@ -128,20 +127,16 @@ async def create_response(
 ) -> Response:
     """An answer with its citations, as OpenAI's ``response`` object or its event stream."""
     agent = find_agent(engine, body.model, principal)
-    if isinstance(agent, JSONResponse):
-        return agent
     if body.background:
         raise InvalidRequest("Background responses are not supported.", param="background")
     compat, appendix = render_choices(body.metadata, appendix="omit")
     try:
         earlier = await _earlier_turns(engine, body.previous_response_id, principal)
     except NotFound:
-        return error_response(
-            400,
+        raise UnknownPrevious(
             f"Previous response with id '{body.previous_response_id}' not found.",
             param="previous_response_id",
-            code="previous_response_not_found",
-        )
+        ) from None
     conversation = read_conversation(_messages(body.input), body.instructions, param="input")
     retrieve = body.tool_choice != "none"
     question = Question(
