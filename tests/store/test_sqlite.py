@@ -9,10 +9,13 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from citewell.model import Page, Span
 from citewell.store.base import Scope
 from citewell.store.sqlite import SQLiteStore
 from tests.contracts.store import DIM, EMBEDDER, LOCAL, draft
@@ -108,13 +111,49 @@ def test_a_process_killed_mid_ingest_leaves_no_half_visible_source(
     store.close()
 
 
+def test_a_store_with_the_old_offset_columns_reads_the_same_once_upgraded(tmp_path: Path) -> None:
+    """0011 renames pages' and chunks' ``start``/``end`` to PostgreSQL's names."""
+    store = SQLiteStore(tmp_path, embedder=EMBEDDER, dim=DIM)
+    bucket = store.create_bucket("notes", tenant_id="default").id
+    text = "Refunds take 30 days.\nShipping is free."
+    page = Page(number=1, label="i", span=Span(start=22, end=len(text)), width=600, height=800)
+    boxes = np.ones((len(text) - 22, 4), dtype=np.float32)
+    paged = replace(
+        draft(bucket, "a.pdf", text),
+        pages=(page,),
+        char_boxes=(boxes,),
+        char_confidences=(np.empty(0, dtype=np.uint8),),
+    )
+    source = store.add_source(paged)
+    scope = Scope(principal=LOCAL, bucket_ids=(bucket,))
+    hit_ids = [h.chunk_id for h in store.search_lexical("shipping", scope, limit=5)]
+    chunks, pages = store.get_chunks(hit_ids), store.source_pages(source.id)
+    store.close()
+    conn = sqlite3.connect(tmp_path / "citewell.db")
+    with conn:  # as the store was before 0011
+        for table in ("pages", "chunks"):
+            conn.execute(f"ALTER TABLE {table} RENAME COLUMN start_offset TO start")
+            conn.execute(f"ALTER TABLE {table} RENAME COLUMN end_offset TO end")
+        conn.execute("DELETE FROM migrations WHERE name = '0011_offset_columns'")
+    conn.close()
+    store = SQLiteStore(tmp_path, embedder=EMBEDDER, dim=DIM)
+    try:
+        assert store.get_chunks(hit_ids) == chunks
+        assert [c.text for c in chunks.values()] == ["Shipping is free."]
+        assert store.source_pages(source.id) == pages == (page,)
+        np.testing.assert_array_equal(store.char_boxes(source.id, 1), boxes)
+    finally:
+        store.close()
+
+
 def test_a_store_of_the_last_schema_is_upgraded_with_its_sources_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """0010 rebuilds the sources table: pages, chunks and search must survive it."""
+    """0010 rebuilds the sources table: pages, chunks and search must survive it. (The store
+    before it has 0011's column names, which the code that writes its source reads.)"""
     from citewell.store import schema
 
-    before = tuple(m for m in schema.MIGRATIONS if m[0] < "0010")
+    before = tuple(m for m in schema.MIGRATIONS if not m[0].startswith("0010"))
     with monkeypatch.context() as patched:
         patched.setattr(schema, "MIGRATIONS", before)
         old = SQLiteStore(tmp_path, embedder=EMBEDDER, dim=DIM)

@@ -204,8 +204,8 @@ def _copy(source: sqlite3.Connection, conn: Connection) -> dict[str, int]:
                 r["source_id"],
                 r["number"],
                 r["label"],
-                r["start"],
-                r["end"],
+                r["start_offset"],
+                r["end_offset"],
                 r["width"],
                 r["height"],
                 r["modality"],
@@ -288,7 +288,8 @@ _CHUNK_INSERT = (
 
 def _chunks(source: sqlite3.Connection) -> Iterator[tuple[Any, ...]]:
     for r in source.execute(
-        "SELECT c.*, s.id AS source_id, substr(s.text, c.start + 1, c.end - c.start) AS body"
+        "SELECT c.*, s.id AS source_id,"
+        " substr(s.text, c.start_offset + 1, c.end_offset - c.start_offset) AS body"
         " FROM chunks c JOIN sources s ON s.key = c.source_key WHERE s.status = 'ready'"
         " ORDER BY c.key"
     ):
@@ -297,8 +298,8 @@ def _chunks(source: sqlite3.Connection) -> Iterator[tuple[Any, ...]]:
             r["id"],
             r["source_id"],
             r["idx"],
-            r["start"],
-            r["end"],
+            r["start_offset"],
+            r["end_offset"],
             r["heading_path"],
             r["page_numbers"],
             r["sentences"],

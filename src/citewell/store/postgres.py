@@ -27,11 +27,8 @@ from psycopg_pool import ConnectionPool
 from citewell.errors import Conflict, NotFound, StoreError
 from citewell.model import (
     Chunk,
-    Modality,
-    Page,
     ScoreBreakdown,
     Source,
-    Span,
 )
 from citewell.store.base import (
     ChunkHit,
@@ -48,17 +45,11 @@ from citewell.store.dialect import Clause, Dialect
 from citewell.store.objects import FolderObjects
 from citewell.store.postgres_schema import migrate, schema_lock
 from citewell.store.postgres_search import ChunkTerms, Search, chunk_terms, count_terms
-from citewell.store.sql import SqlStore, page_rows
+from citewell.store.sql import CHUNK_COLUMNS, SqlStore, page_rows
 
 __all__ = ["PostgresStore"]
 
 Connection = psycopg.Connection[DictRow]
-
-_CHUNK_COLUMNS = (
-    "c.id, s.id AS source_id, c.idx, c.start_offset, c.end_offset, c.heading_path,"
-    " c.page_numbers, c.sentences, c.language,"
-    " substr(s.text, c.start_offset + 1, c.end_offset - c.start_offset) AS text"
-)
 
 
 @contextmanager
@@ -418,34 +409,6 @@ class PostgresStore(SqlStore[Connection]):
         count_terms(conn, counted, sign=-1)
 
     # text, pages, originals -----------------------------------------------------------------
-    def source_pages(self, source_id: str) -> tuple[Page, ...]:
-        rows = self._read(
-            "SELECT p.number, p.label, p.start_offset, p.end_offset, p.width, p.height,"
-            " p.modality, p.ocr_confidence FROM pages p JOIN sources s ON s.key = p.source_key"
-            " WHERE s.id = %s ORDER BY p.number",
-            (source_id,),
-        )
-        return tuple(
-            Page(
-                number=row["number"],
-                label=row["label"],
-                span=Span(start=row["start_offset"], end=row["end_offset"]),
-                width=row["width"],
-                height=row["height"],
-                modality=Modality(row["modality"]),
-                ocr_confidence=row["ocr_confidence"],
-            )
-            for row in rows
-        )
-
-    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
-        rows = self._read(
-            f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN sources s ON s.key = c.source_key"
-            " WHERE c.id = ANY(%s)",
-            (list(dict.fromkeys(chunk_ids)),),
-        )
-        return {row["id"]: _chunk(row) for row in rows}
-
     # vectors ---------------------------------------------------------------------------------
     def cached_vectors(self, embedder: str, keys: Sequence[str]) -> dict[str, Vectors]:
         rows = self._read(
@@ -459,13 +422,13 @@ class PostgresStore(SqlStore[Connection]):
 
     def chunks_without_vectors(self, embedder: str, *, limit: int) -> list[tuple[str, Chunk]]:
         rows = self._read(
-            f"SELECT DISTINCT ON (c.vector_key) c.vector_key, {_CHUNK_COLUMNS} FROM chunks c"
+            f"SELECT DISTINCT ON (c.vector_key) c.vector_key, {CHUNK_COLUMNS} FROM chunks c"
             " JOIN sources s ON s.key = c.source_key WHERE NOT EXISTS (SELECT 1 FROM vectors v"
             " WHERE v.embedder = %s AND v.vector_key = c.vector_key)"
             " ORDER BY c.vector_key, c.key LIMIT %s",
             (embedder, limit),
         )
-        return [(row["vector_key"], _chunk(row)) for row in rows]
+        return [(row["vector_key"], self._chunk(row)) for row in rows]
 
     def put_vectors(self, embedder: str, keys: Sequence[str], vectors: Vectors) -> None:
         with self.transaction() as conn:
@@ -520,18 +483,3 @@ class PostgresStore(SqlStore[Connection]):
 
     def _search(self, scope: Scope, *, query: str = "", vector: Vectors | None = None) -> Search:
         return Search(scope, query=query, vector=vector, embedder=self.embedder, dim=self.dim)
-
-
-# rows ----------------------------------------------------------------------------------------
-def _chunk(row: DictRow) -> Chunk:
-    return Chunk(
-        id=row["id"],
-        source_id=row["source_id"],
-        index=row["idx"],
-        span=Span(start=row["start_offset"], end=row["end_offset"]),
-        text=row["text"],
-        heading_path=tuple(row["heading_path"]),
-        page_numbers=tuple(row["page_numbers"]),
-        sentences=tuple(Span(start=a, end=b) for a, b in row["sentences"]),
-        language=row["language"],
-    )

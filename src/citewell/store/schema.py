@@ -286,6 +286,17 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         ALTER TABLE ingest_jobs ADD COLUMN submitter_labels TEXT;
         """,
     ),
+    (
+        "0011_offset_columns",
+        """
+        -- PostgreSQL's names (END is reserved there), so both stores share one set of column
+        -- names and the statements that read them.
+        ALTER TABLE pages RENAME COLUMN start TO start_offset;
+        ALTER TABLE pages RENAME COLUMN end TO end_offset;
+        ALTER TABLE chunks RENAME COLUMN start TO start_offset;
+        ALTER TABLE chunks RENAME COLUMN end TO end_offset;
+        """,
+    ),
 )
 
 

@@ -25,11 +25,14 @@ from citewell.model import (
     Bucket,
     CharBoxes,
     CharConfidences,
+    Chunk,
     IngestJob,
     JobState,
     Modality,
+    Page,
     Permission,
     Source,
+    Span,
     StoredAnswer,
     Tenant,
     Trace,
@@ -39,7 +42,7 @@ from citewell.store.blobs import BlobStore
 from citewell.store.dialect import Connection, Cursor, Dialect, Row
 from citewell.store.encoding import pack_boxes, pack_confidences, unpack_boxes, unpack_confidences
 
-__all__ = ["SqlStore", "page_rows"]
+__all__ = ["CHUNK_COLUMNS", "SqlStore", "page_rows"]
 
 C = TypeVar("C", bound=Connection)
 
@@ -215,6 +218,49 @@ class SqlStore(ABC, Generic[C]):
 
     def char_confidences(self, source_id: str, page_number: int) -> CharConfidences:
         return unpack_confidences(self._page_column("confidences", source_id, page_number))
+
+    def source_pages(self, source_id: str) -> tuple[Page, ...]:
+        rows = self._rows(
+            "SELECT p.number, p.label, p.start_offset, p.end_offset, p.width, p.height,"
+            " p.modality, p.ocr_confidence FROM pages p JOIN sources s ON s.key = p.source_key"
+            " WHERE s.id = ? ORDER BY p.number",
+            (source_id,),
+        )
+        return tuple(
+            Page(
+                number=row["number"],
+                label=row["label"],
+                span=Span(start=row["start_offset"], end=row["end_offset"]),
+                width=row["width"],
+                height=row["height"],
+                modality=Modality(row["modality"]),
+                ocr_confidence=row["ocr_confidence"],
+            )
+            for row in rows
+        )
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        rows = self._rows(
+            f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN sources s ON s.key = c.source_key"
+            f" WHERE c.id IN (SELECT value FROM {self._dialect.each})",
+            (self._dialect.labels(chunk_ids),),
+        )
+        return {row["id"]: self._chunk(row) for row in rows}
+
+    def _chunk(self, row: Row) -> Chunk:
+        """A chunk from a row that holds ``CHUNK_COLUMNS``."""
+        read = self._dialect.read_json_value
+        return Chunk(
+            id=row["id"],
+            source_id=row["source_id"],
+            index=row["idx"],
+            span=Span(start=row["start_offset"], end=row["end_offset"]),
+            text=row["text"],
+            heading_path=tuple(read(row["heading_path"])),
+            page_numbers=tuple(read(row["page_numbers"])),
+            sentences=tuple(Span(start=a, end=b) for a, b in read(row["sentences"])),
+            language=row["language"],
+        )
 
     def original(self, source_id: str) -> bytes:
         return self.blobs.get(self.get_source(source_id).content_hash)
@@ -703,6 +749,12 @@ class SqlStore(ABC, Generic[C]):
 
 _KEY_COLUMNS = "id, tenant_id, name, permissions, bucket_ids, acl_labels, created_at, revoked_at"
 
+CHUNK_COLUMNS = (
+    "c.id, s.id AS source_id, c.idx, c.start_offset, c.end_offset, c.heading_path,"
+    " c.page_numbers, c.sentences, c.language,"
+    " substr(s.text, c.start_offset + 1, c.end_offset - c.start_offset) AS text"
+)
+"""A chunk's columns, its text cut from its source's (``c`` chunks, ``s`` sources)."""
 _SOURCE_COLUMNS = (
     "s.id, b.id AS bucket_id, s.filename, s.mime_type, s.content_hash, s.byte_size, s.version,"
     " s.supersedes, s.superseded_by, s.title, s.language, s.modality, s.page_count,"

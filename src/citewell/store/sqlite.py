@@ -27,11 +27,8 @@ import numpy as np
 from citewell.errors import Conflict, NotFound, StoreError
 from citewell.model import (
     Chunk,
-    Modality,
-    Page,
     Source,
     SourceStatus,
-    Span,
 )
 from citewell.scalar_text import loads_scalar
 from citewell.store.base import (
@@ -51,7 +48,7 @@ from citewell.store.fusion import fuse
 from citewell.store.lexical import LexicalDoc, LexicalIndex
 from citewell.store.objects import FolderObjects
 from citewell.store.schema import migrate
-from citewell.store.sql import SqlStore, page_rows
+from citewell.store.sql import CHUNK_COLUMNS, SqlStore, page_rows
 from citewell.store.vectors import VectorIndex
 
 __all__ = ["SQLiteStore"]
@@ -59,10 +56,6 @@ __all__ = ["SQLiteStore"]
 _PENDING = "pending"
 _ALLOWED_CACHE_SIZE = 256
 """Scopes whose visible sources are remembered (until the next write)."""
-_CHUNK_COLUMNS = (
-    "c.id, s.id AS source_id, c.idx, c.start, c.end, c.heading_path, c.page_numbers, "
-    "c.sentences, c.language, substr(s.text, c.start + 1, c.end - c.start) AS text"
-)
 
 
 def _now() -> str:
@@ -306,8 +299,8 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
             page_rows(source_key, draft),
         )
         conn.executemany(
-            "INSERT INTO chunks (id, source_key, idx, start, end, heading_path, page_numbers,"
-            " sentences, language, vector_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO chunks (id, source_key, idx, start_offset, end_offset, heading_path,"
+            " page_numbers, sentences, language, vector_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 (
                     chunk_id(source_id, index),
@@ -447,37 +440,6 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
         self._collect_lexical_garbage()
 
     # text, pages, originals -----------------------------------------------------------------
-    def source_pages(self, source_id: str) -> tuple[Page, ...]:
-        rows = self._read(
-            "SELECT p.number, p.label, p.start, p.end, p.width, p.height, p.modality,"
-            " p.ocr_confidence FROM pages p JOIN sources s ON s.key = p.source_key"
-            " WHERE s.id = ? ORDER BY p.number",
-            (source_id,),
-        )
-        return tuple(
-            Page(
-                number=row["number"],
-                label=row["label"],
-                span=Span(start=row["start"], end=row["end"]),
-                width=row["width"],
-                height=row["height"],
-                modality=Modality(row["modality"]),
-                ocr_confidence=row["ocr_confidence"],
-            )
-            for row in rows
-        )
-
-    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
-        found: dict[str, Chunk] = {}
-        for batch in _batches(list(dict.fromkeys(chunk_ids))):
-            rows = self._read(
-                f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN sources s ON s.key = c.source_key"
-                f" WHERE c.id IN ({_marks(batch)})",
-                batch,
-            )
-            found.update((row["id"], _chunk(row)) for row in rows)
-        return found
-
     # vectors ---------------------------------------------------------------------------------
     def cached_vectors(self, embedder: str, keys: Sequence[str]) -> dict[str, Vectors]:
         found: dict[str, Vectors] = {}
@@ -492,13 +454,13 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
 
     def chunks_without_vectors(self, embedder: str, *, limit: int) -> list[tuple[str, Chunk]]:
         rows = self._read(
-            f"SELECT c.vector_key, {_CHUNK_COLUMNS} FROM chunks c"
+            f"SELECT c.vector_key, {CHUNK_COLUMNS} FROM chunks c"
             " JOIN sources s ON s.key = c.source_key WHERE s.status = 'ready' AND NOT EXISTS"
             " (SELECT 1 FROM vectors v WHERE v.embedder = ? AND v.vector_key = c.vector_key)"
             " GROUP BY c.vector_key LIMIT ?",
             (embedder, limit),
         )
-        return [(row["vector_key"], _chunk(row)) for row in rows]
+        return [(row["vector_key"], self._chunk(row)) for row in rows]
 
     def put_vectors(self, embedder: str, keys: Sequence[str], vectors: Vectors) -> None:
         with self._write() as conn:
@@ -644,17 +606,3 @@ def _process_alive(pid: int | None) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def _chunk(row: sqlite3.Row) -> Chunk:
-    return Chunk(
-        id=row["id"],
-        source_id=row["source_id"],
-        index=row["idx"],
-        span=Span(start=row["start"], end=row["end"]),
-        text=row["text"],
-        heading_path=tuple(json.loads(row["heading_path"])),
-        page_numbers=tuple(json.loads(row["page_numbers"])),
-        sentences=tuple(Span(start=a, end=b) for a, b in json.loads(row["sentences"])),
-        language=row["language"],
-    )
