@@ -37,6 +37,12 @@ from citewell.bucket_archive import (
 )
 from citewell.cite.regions import regions
 from citewell.config import Settings
+from citewell.documents import (
+    GivenDocuments,
+    RequestDocument,
+    RequestSearchResult,
+    given_documents,
+)
 from citewell.embed import open_embedder
 from citewell.embed.base import Embedder
 from citewell.errors import (
@@ -146,6 +152,13 @@ class Library:
     def ocr(self, progress: Progress | None = None) -> Ocr:
         """OCR for one document, on the process's pool of OCR workers."""
         return Ocr(self._recogniser, progress)
+
+    def read_documents(
+        self, items: Sequence[RequestDocument | RequestSearchResult]
+    ) -> GivenDocuments:
+        """A request's own documents and search results as passages to answer from, never
+        stored (scanned PDFs read with OCR, on the same workers as ingests)."""
+        return given_documents(items, limits=self.settings.ingest, ocr=self.ocr())
 
     def __enter__(self) -> Library:
         return self

@@ -38,7 +38,6 @@ from citewell.documents import (
     RequestSearchResult,
     TextBody,
     decode_pdf,
-    given_documents,
 )
 from citewell.errors import (
     FileTooLarge,
@@ -214,10 +213,7 @@ async def create_message(
     given = None
     instructions = reading.instructions()
     if reading.items:
-        limits = engine.library.settings.ingest
-        documents = await anyio.to_thread.run_sync(
-            lambda: given_documents(reading.items, limits=limits, ocr=engine.library.ocr())
-        )
+        documents = await anyio.to_thread.run_sync(engine.library.read_documents, reading.items)
         given = documents.given
         if documents.notes:
             instructions = "\n\n".join(filter(None, [instructions, documents.notes]))

@@ -408,7 +408,6 @@ class PostgresStore(SqlStore[Connection]):
         )
         count_terms(conn, counted, sign=-1)
 
-    # text, pages, originals -----------------------------------------------------------------
     # vectors ---------------------------------------------------------------------------------
     def cached_vectors(self, embedder: str, keys: Sequence[str]) -> dict[str, Vectors]:
         rows = self._read(

@@ -439,7 +439,6 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
                 self._abandon(row["key"])
         self._collect_lexical_garbage()
 
-    # text, pages, originals -----------------------------------------------------------------
     # vectors ---------------------------------------------------------------------------------
     def cached_vectors(self, embedder: str, keys: Sequence[str]) -> dict[str, Vectors]:
         found: dict[str, Vectors] = {}
