@@ -6,7 +6,7 @@ events.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Protocol
 
@@ -16,7 +16,14 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from citewell.api.errors import GENERIC_MESSAGE
 from citewell.engine import Engine
-from citewell.errors import GeneratorError, InvalidRequest, NotFound, UnknownModel
+from citewell.errors import (
+    GeneratorError,
+    GeneratorTimeout,
+    GeneratorUnavailable,
+    InvalidRequest,
+    NotFound,
+    UnknownModel,
+)
 from citewell.events import AnswerEvent, Completed, Retrieved
 from citewell.model import Agent, Answer, Principal, Turn
 from citewell.render import CitationCompat, SourcesAppendix
@@ -162,7 +169,10 @@ def read_conversation(
 class EventRenderer(Protocol):
     def feed(self, event: AnswerEvent) -> list[str]: ...
 
-    def fail(self, message: str) -> list[str]: ...
+    def fail(self, message: str, *, overloaded: bool = False) -> list[str]:
+        """The dialect's failure event; ``overloaded``: the backend is down or too slow (a
+        dialect that names that kind of failure says so)."""
+        ...
 
 
 async def rendered(renderer: EventRenderer, event: AnswerEvent) -> list[str]:
@@ -179,6 +189,7 @@ async def event_stream(
     renderer: EventRenderer,
     *,
     on_completed: Callable[[Answer], Awaitable[None]] | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> StreamingResponse:
     """An answer's events as server-sent events.
 
@@ -200,7 +211,8 @@ async def event_stream(
                     yield "".join(lines)
         except GeneratorError as exc:
             logger.warning("streamed answer failed: %s", exc.message)
-            yield "".join(renderer.fail(exc.message))
+            overloaded = isinstance(exc, GeneratorUnavailable | GeneratorTimeout)
+            yield "".join(renderer.fail(exc.message, overloaded=overloaded))
         except Exception:
             logger.exception("streamed answer failed")
             yield "".join(renderer.fail(GENERIC_MESSAGE))
@@ -212,5 +224,5 @@ async def event_stream(
     return StreamingResponse(
         body(),
         media_type="text/event-stream",
-        headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
+        headers={**(headers or {}), "cache-control": "no-cache", "x-accel-buffering": "no"},
     )

@@ -14,21 +14,20 @@ sends) refuses documents in assistant turns, citations on user text blocks and a
 
 from __future__ import annotations
 
-import logging
 import re
 import secrets
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
 from fastapi import APIRouter, Header, Request
-from fastapi.responses import Response, StreamingResponse
+from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from citewell.api.answering import MAX_ITEMS, MAX_TEXT, Name, Text, rendered
+from citewell.api.answering import MAX_ITEMS, MAX_TEXT, Name, Text, event_stream
 from citewell.api.deps import Asking, EngineDep
-from citewell.api.errors import GENERIC_MESSAGE, request_id
+from citewell.api.errors import request_id
 from citewell.api.files import get_files
 from citewell.api.links import access_urls
 from citewell.documents import (
@@ -41,12 +40,9 @@ from citewell.documents import (
 )
 from citewell.errors import (
     FileTooLarge,
-    GeneratorError,
-    GeneratorTimeout,
-    GeneratorUnavailable,
     InvalidRequest,
 )
-from citewell.events import AnswerEvent, Question
+from citewell.events import Question
 from citewell.model import Permission, Turn
 from citewell.render.common import dumps
 from citewell.render.messages import MessageOptions, MessageStream, render_message
@@ -54,7 +50,6 @@ from citewell.store.files import FileStore
 
 __all__ = ["MessagesBody", "router"]
 
-logger = logging.getLogger("citewell.api")
 
 router = APIRouter(tags=["messages"])
 
@@ -237,39 +232,11 @@ async def create_message(
     if body.stream:
         stream = MessageStream(options)
         events = engine.stream(question, agent=agent, principal=principal)
-        first = await anext(events)
-        return StreamingResponse(
-            _sse(first, events, stream),
-            media_type="text/event-stream",
-            headers={**headers, "cache-control": "no-cache", "x-accel-buffering": "no"},
-        )
+        return await event_stream(events, stream, headers=headers)
     answer = await engine.ask(question, agent=agent, principal=principal)
     # In a worker thread, as ``rendered``: counting a large document's tokens takes a while.
     message = await anyio.to_thread.run_sync(lambda: dumps(render_message(answer, options)))
     return Response(message, media_type="application/json", headers=headers)
-
-
-async def _sse(
-    first: AnswerEvent, events: AsyncIterator[AnswerEvent], stream: MessageStream
-) -> AsyncIterator[str]:
-    """The answer's events as SSE; a failure after the start ends it with an ``error`` event."""
-    try:
-        yield "".join(await rendered(stream, first))
-        async for event in events:
-            lines = await rendered(stream, event)
-            if lines:
-                yield "".join(lines)
-    except GeneratorError as exc:
-        logger.warning("streamed message failed: %s", exc.message)
-        overloaded = isinstance(exc, GeneratorUnavailable | GeneratorTimeout)
-        yield "".join(stream.fail(exc.message, "overloaded_error" if overloaded else "api_error"))
-    except Exception:
-        logger.exception("streamed message failed")
-        yield "".join(stream.fail(GENERIC_MESSAGE))
-    finally:
-        close = getattr(events, "aclose", None)
-        if close is not None:
-            await close()
 
 
 class _Reading:

@@ -129,8 +129,9 @@ class ChatStream:
             out += self._completed(event.answer)
         return out
 
-    def fail(self, message: str) -> list[str]:
-        """A chunk with a top-level ``error``: the OpenAI SDK raises ``APIError`` on it."""
+    def fail(self, message: str, *, overloaded: bool = False) -> list[str]:
+        """A chunk with a top-level ``error``: the OpenAI SDK raises ``APIError`` on it (one
+        kind of failure, so ``overloaded`` changes nothing)."""
         error = {"message": message, "type": "server_error", "param": None, "code": None}
         return [*self._start(), f"data: {dumps({'error': error})}\n\n"]
 

@@ -299,8 +299,9 @@ class MessageStream:
             out += self._start() + self._completed(event.answer)
         return out
 
-    def fail(self, message: str, kind: str = "api_error") -> list[str]:
+    def fail(self, message: str, *, overloaded: bool = False) -> list[str]:
         """An ``error`` event: the answer broke off after the stream began."""
+        kind = "overloaded_error" if overloaded else "api_error"
         body = anthropic_error(kind, message, self._options.request_id)
         return [*self._start(), _event("error", body)]
 

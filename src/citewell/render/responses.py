@@ -158,8 +158,9 @@ class ResponseStream:
             out += self._completed(event.answer)
         return out
 
-    def fail(self, message: str) -> list[str]:
-        """``response.failed``: the answer broke off after the stream began."""
+    def fail(self, message: str, *, overloaded: bool = False) -> list[str]:
+        """``response.failed``: the answer broke off after the stream began (OpenAI's streams
+        name one kind of failure, so ``overloaded`` changes nothing)."""
         out = self._start()
         response = self._snapshot(status="failed")
         response["error"] = {"code": "server_error", "message": message}
