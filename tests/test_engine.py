@@ -243,15 +243,31 @@ def test_an_agent_that_hides_sources_still_grounds_its_answer(library: Library) 
 
 
 def test_no_retrieval_means_no_grounding(library: Library) -> None:
-    seen: list[Evidence] = []
-
-    def script(evidence: Evidence) -> list[Draft]:
-        seen.append(evidence)
-        return [Declined()]
-
-    events, answer = run(engine_with(library, script), Question("hello", retrieve=False))
-    assert seen[0].passages == () and isinstance(events[0], Retrieved)
+    events, answer = run(engine_with(library, asked_anyway), Question("hello", retrieve=False))
+    assert events[0] == Retrieved((), "hello")
     assert answer.grounding is GroundingState.NONE
+
+
+def asked_anyway(evidence: Evidence) -> list[Draft]:
+    raise AssertionError("a generator was asked to answer from no evidence")
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        Question("How long do refunds take?", retrieve=False),
+        Question("How long do refunds take?", bucket_ids=("empty",)),
+        Question("How long do refunds take?", given=Given(())),
+    ],
+    ids=["no retrieval", "an empty bucket", "no given documents"],
+)
+def test_with_nothing_to_answer_from_no_generator_is_asked_and_the_answer_declines(
+    library: Library, question: Question
+) -> None:
+    library.create_bucket("empty")
+    _, answer = run(engine_with(library, asked_anyway), question)
+    assert answer.declined and not answer.citations
+    assert answer.text == "The available sources do not answer this question."
 
 
 def test_sources_are_numbered_in_order_of_first_citation_up_to_the_agents_limit(
@@ -276,14 +292,8 @@ def test_sources_are_numbered_in_order_of_first_citation_up_to_the_agents_limit(
 
 def test_the_buckets_of_a_question_narrow_the_search(library: Library) -> None:
     library.create_bucket("empty")
-    seen: list[Evidence] = []
-
-    def script(evidence: Evidence) -> list[Draft]:
-        seen.append(evidence)
-        return [Declined()]
-
-    run(engine_with(library, script), Question("refunds", bucket_ids=("empty",)))
-    assert seen[0].passages == ()
+    events, _ = run(engine_with(library, asked_anyway), Question("refunds", bucket_ids=("empty",)))
+    assert events[0] == Retrieved((), "refunds")  # the library's other buckets hold refunds
 
 
 @pytest.mark.parametrize(

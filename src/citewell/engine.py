@@ -27,7 +27,7 @@ from citewell.cite.pages import PageCache
 from citewell.cite.verify import Verifier
 from citewell.cite.writer import AnswerWriter
 from citewell.errors import Conflict, InvalidRequest, NotFound
-from citewell.events import AnswerEvent, Completed, Question, Retrieved
+from citewell.events import AnswerEvent, Completed, Declined, Draft, Question, Retrieved
 from citewell.generate.base import Generator, Queued
 from citewell.language import detect_language
 from citewell.library import LOCAL, Library
@@ -247,7 +247,9 @@ class Engine:
         )
         attribution = Attribution(evidence, agent, self._verifier(agent), self._pages(question))
         writer = AnswerWriter(evidence, agent, attribution)
-        async for event in writer.write(generator.generate(evidence, agent=agent)):
+        # Nothing to answer from: no generator is asked, so none can guess from memory.
+        drafts = generator.generate(evidence, agent=agent) if evidence.sentences else _declined()
+        async for event in writer.write(drafts):
             yield event
         done = time.perf_counter()
         timings = {
@@ -318,6 +320,10 @@ def _buckets(
     if agent.bucket_ids:
         return tuple(library.get_bucket(b, principal=principal).id for b in agent.bucket_ids)
     return tuple(b.id for b in library.list_buckets(principal=principal))
+
+
+async def _declined() -> AsyncIterator[Draft]:
+    yield Declined()
 
 
 def _both(first: Filter | None, second: Filter | None) -> Filter | None:

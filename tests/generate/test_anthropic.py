@@ -351,12 +351,6 @@ def test_a_reply_of_no_answer_declines(
     assert drafts(generator(base_url), shop_evidence()) == [Declined()]
 
 
-def test_no_evidence_declines_without_asking_the_model(api: FakeMessages, base_url: str) -> None:
-    empty = Evidence(question="Anything?", language="en", passages=(), sentences=())
-    assert drafts(generator(base_url), empty) == [Declined()]
-    assert api.requests == []
-
-
 # Settings -----------------------------------------------------------------------------------------
 
 

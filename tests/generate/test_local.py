@@ -110,10 +110,6 @@ def test_the_model_reads_the_prompt_remote_chat_models_read() -> None:
     assert "[4] Orders ship from our warehouse in Leeds" in prompt.turns[-1].text
 
 
-def test_no_evidence_declines_without_reading_the_model() -> None:
-    assert drafts(generator(), evidence("Anything?", [])) == [Declined()]
-
-
 def test_the_local_generator_is_registered_and_opens_without_settings() -> None:
     opened = GENERATORS["local"](Settings())
     assert opened.name == "local"

@@ -236,12 +236,6 @@ def test_a_reply_that_only_starts_like_no_answer_is_an_answer(
     assert not any(isinstance(d, Declined) for d in got)
 
 
-def test_no_evidence_declines_without_asking_the_model(chat: FakeChat, base_url: str) -> None:
-    empty = Evidence(question="Anything?", language="en", passages=(), sentences=())
-    assert drafts(generator(base_url), empty) == [Declined()]
-    assert chat.requests == []
-
-
 # Settings -----------------------------------------------------------------------------------------
 
 

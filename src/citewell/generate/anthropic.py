@@ -147,9 +147,6 @@ class AnthropicGenerator:
 
     async def generate(self, evidence: Evidence, *, agent: Agent) -> AsyncIterator[Draft]:
         documents = Documents.of(evidence)
-        if not documents.blocks:  # nothing to answer from: no call, no guess from memory
-            yield Declined()
-            return
         settings = self.settings.anthropic
         key = required(settings.api_key, self.name, "generate", "anthropic", "api_key")
         model = required(

@@ -198,9 +198,6 @@ class LocalGenerator:
 
     async def generate(self, evidence: Evidence, *, agent: Agent) -> AsyncIterator[Draft]:
         groups = by_passage(evidence)
-        if not groups:  # nothing to answer from: no guess from memory
-            yield Declined()
-            return
         numbers = [s.number for _, sentences in groups for s in sentences]
         gate = ReplyGate[TextPiece]()
         reply = self.model.complete(

@@ -27,7 +27,7 @@ from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
 from citewell.config import GenerateSettings
 from citewell.errors import GeneratorError, GeneratorTimeout, GeneratorUnavailable
 from citewell.events import Declined, Draft, TextPiece
-from citewell.generate.prompt import ReplyGate, by_passage, chat_prompt
+from citewell.generate.prompt import ReplyGate, chat_prompt
 from citewell.generate.remote import (
     STATUS_ERRORS,
     TRANSPORT_ERRORS,
@@ -81,9 +81,6 @@ class OpenAICompatibleGenerator:
         self.settings = settings
 
     async def generate(self, evidence: Evidence, *, agent: Agent) -> AsyncIterator[Draft]:
-        if not by_passage(evidence):  # nothing to answer from: no call, no guess from memory
-            yield Declined()
-            return
         target = self._target(agent)
         remote = Remote(SERVICE, endpoint_of(target.base_url), target.key)
         gate = ReplyGate[TextPiece]()
