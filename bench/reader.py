@@ -12,10 +12,12 @@ same half); SciFact only measures. Per set:
 - ``support AUC``: ROC-AUC of supporting vs other spans (SNLI test: entailment vs not; SciFact
   train claims: rationale sentences vs the cited abstracts' other sentences).
 
-Scorers, in one run: the trained reader (int8, onnxruntime), the lexical reader (its fallback),
-and e5-small's cosine of the "query: " and "passage: " vectors. Then the cost: scoring 30
-(question, sentence) pairs at 1 thread beside embedding the same 30 sentences with e5-small (the
-ratio is what holds across machines), the build time of the reader's model, and its memory.
+Scorers, in one run: the trained reader (its blend), and each of the signals it blends alone:
+the network (int8, onnxruntime), word overlap (the lexical reader, its fallback) and e5-small's
+cosine of the "query: " and "passage: " vectors. Then the cost: scoring 30 (question, sentence)
+pairs at 1 thread, the reader and its network alone, beside embedding the same 30 sentences with
+e5-small (the ratio is what holds across machines), the build time of the reader's model, and
+its memory.
 
     .venv/bin/python bench/reader.py                 # ~25 min on 2 cores
     .venv/bin/python bench/reader.py --per-set 100   # a quicker look
@@ -29,55 +31,42 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from citewell.embed.e5 import E5Small
-from citewell.read.cross_encoder import CrossEncoderReader
+from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard
 from citewell.read.lexical import LexicalReader
-from citewell.read.training.data import Group, scifact_groups, validation_groups
+from citewell.read.training.data import Group, per_set, scifact_groups, validation_groups
 from citewell.read.training.loop import AUC_SETS
 from citewell.read.training.metrics import roc_auc, top1
 from common import REPO, evaldata_dir, machine, percentile, reproduce_line, table
 
 TRAINDATA = REPO.parent / "shared" / "traindata"
-Score = Callable[[Group], np.ndarray]
 
 
-def groups(per_set: int, seed: int) -> list[Group]:
-    """Up to ``per_set`` validation groups of each (task, set), seeded, and SciFact's."""
-    found = validation_groups(evaldata_dir(), TRAINDATA) + scifact_groups(evaldata_dir())
-    by_set: dict[tuple[str, str], list[Group]] = {}
-    for group in found:
-        by_set.setdefault((group.task, group.dataset), []).append(group)
-    rng = random.Random(seed)
-    kept = []
-    for key in sorted(by_set):
-        chosen = list(by_set[key])
-        rng.shuffle(chosen)
-        kept.extend(chosen[:per_set] if per_set else chosen)
-    return kept
+def groups(count: int, seed: int) -> list[Group]:
+    """Up to ``count`` validation groups of each (task, set), seeded, and SciFact's."""
+    return per_set(
+        validation_groups(evaldata_dir(), TRAINDATA) + scifact_groups(evaldata_dir()), count, seed
+    )
 
 
-def scorers(threads: int) -> dict[str, Score]:
+def scorers(found: Sequence[Group], threads: int) -> dict[str, list[np.ndarray]]:
+    """Each group's candidates' scores by the reader and by each of its signals alone (one
+    ``signals`` call per group: the network's logit, word overlap (the lexical reader's own
+    scores) and e5's cosine)."""
     reader = CrossEncoderReader(threads, _cache_dir())
-    lexical = LexicalReader()
-    e5 = E5Small(threads, _cache_dir())
-
-    def by(model: CrossEncoderReader | LexicalReader) -> Score:
-        def score(group: Group) -> np.ndarray:
-            if group.task == "answers":
-                return model.score_answers(group.first, group.candidates)
-            return model.score_support(group.first, group.candidates)
-
-        return score
-
-    def cosine(group: Group) -> np.ndarray:
-        return e5.embed_passages(group.candidates) @ e5.embed_query(group.first)
-
-    return {"reader": by(reader), "lexical": by(lexical), "e5 cosine": cosine}
+    card = ReaderCard.shipped()
+    signals = [reader.signals(g.task, g.first, g.candidates) for g in found]
+    return {
+        "reader": [card.blends[g.task].scores(s) for g, s in zip(found, signals, strict=True)],
+        "network alone": [s[:, 0] for s in signals],
+        "lexical": [s[:, 1] for s in signals],
+        "e5 cosine": [s[:, 2] for s in signals],
+    }
 
 
 def _cache_dir() -> Path:
@@ -87,9 +76,9 @@ def _cache_dir() -> Path:
 
 
 def quality(
-    found: Sequence[Group], score: dict[str, Score], threshold: float
+    found: Sequence[Group], scored: dict[str, list[np.ndarray]], threshold: float
 ) -> list[list[object]]:
-    scored = {name: [s(g) for g in found] for name, s in score.items()}
+    score = list(scored)
     rows: list[list[object]] = []
     sets = sorted({(g.task, g.dataset) for g in found})
     for task, dataset in sets:
@@ -142,9 +131,11 @@ def quality(
 
 
 def latency(found: Sequence[Group], repeats: int) -> list[list[object]]:
-    """30 (question, sentence) pairs at 1 thread: the reader beside e5-small embedding them."""
+    """30 (question, sentence) pairs at 1 thread: the reader (which embeds them and reads their
+    words too) beside e5-small embedding them and word overlap alone."""
     reader = CrossEncoderReader(1, _cache_dir())
     e5 = E5Small(1, _cache_dir())
+    overlap = LexicalReader()
     asked = [g for g in found if g.task == "answers" and g.dataset.startswith("xquad")]
     rng = random.Random(0)
     cases = []
@@ -152,16 +143,19 @@ def latency(found: Sequence[Group], repeats: int) -> list[list[object]]:
         group = rng.choice(asked)
         pool = [c for g in asked for c in g.candidates]
         cases.append((group.first, (group.candidates + rng.sample(pool, 30))[:30]))
-    reader.score_answers(*cases[0])  # load both models first
-    e5.embed_passages(cases[0][1])
-    times: dict[str, list[float]] = {"reader": [], "e5 embedding": []}
-    for question, sentences in cases:  # in turn, so both see the same machine
-        started = time.perf_counter()
-        reader.score_answers(question, sentences)
-        times["reader"].append((time.perf_counter() - started) * 1000)
-        started = time.perf_counter()
-        e5.embed_passages(sentences)
-        times["e5 embedding"].append((time.perf_counter() - started) * 1000)
+    runs = {
+        "reader": reader.score_answers,
+        "e5 embedding": lambda _question, sentences: e5.embed_passages(sentences),
+        "word overlap": overlap.score_answers,
+    }
+    for run in runs.values():
+        run(*cases[0])  # load the models first
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for question, sentences in cases:  # in turn, so all see the same machine
+        for name, run in runs.items():
+            started = time.perf_counter()
+            run(question, sentences)
+            times[name].append((time.perf_counter() - started) * 1000)
     base = percentile(times["e5 embedding"], 50)
     return [
         [name, percentile(t, 50), percentile(t, 95), percentile(t, 50) / base]
@@ -200,9 +194,9 @@ def main() -> None:
     found = groups(args.per_set, args.seed)
     threshold = CrossEncoderReader(1, _cache_dir()).answerable_threshold
     started = time.perf_counter()
-    score = scorers(args.threads)
-    rows = quality(found, score, threshold)
-    print(table(rows, ["set", "language", "measure", "n", *score]))
+    scored = scorers(found, args.threads)
+    rows = quality(found, scored, threshold)
+    print(table(rows, ["set", "language", "measure", "n", *scored]))
     print(f"(quality in {time.perf_counter() - started:.0f} s)")
     print(
         table(

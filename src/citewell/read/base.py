@@ -10,15 +10,18 @@ sources do not answer.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Reader", "Scores"]
+__all__ = ["Reader", "Scores", "Task"]
 
 Scores = npt.NDArray[np.float32]
 """One score in [0, 1] per candidate, in the candidates' order."""
+
+Task = Literal["answers", "supports"]
+"""What a reader is asked of a pair: does the sentence answer, does the span support."""
 
 
 class Reader(Protocol):

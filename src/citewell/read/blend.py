@@ -1,0 +1,57 @@
+"""How the reader's three signals become one calibrated probability.
+
+The network reads the pair; word overlap and e5-small's cosine each see something it misses
+(a rare name shared word for word; a paraphrase that e5's pre-training knows). A blend is a
+logistic regression over the three, fit per task on the calibration part of the training data,
+articles the network never trained on (``citewell.read.training.calibrate``), so its output is
+a probability and the decline threshold means the same for every question.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from citewell.read.base import Scores
+
+__all__ = ["SIGNALS", "Blend", "Signals"]
+
+SIGNALS = ("network", "overlap", "cosine")
+"""The signals' columns: the network's logit, word overlap in [0, 1], e5's cosine."""
+
+Signals = npt.NDArray[np.float32]
+"""(candidates, len(SIGNALS))."""
+
+
+@dataclass(frozen=True)
+class Blend:
+    """``sigmoid(signals @ weights + bias)``; the identity blend reads the network alone."""
+
+    weights: tuple[float, ...] = (1.0, 0.0, 0.0)
+    bias: float = 0.0
+
+    def __post_init__(self) -> None:
+        if len(self.weights) != len(SIGNALS):
+            raise ValueError(f"a blend weighs {len(SIGNALS)} signals, not {len(self.weights)}")
+
+    def scores(self, signals: Signals) -> Scores:
+        logits = signals.astype(np.float64) @ np.asarray(self.weights) + self.bias
+        scores: Scores = (1.0 / (1.0 + np.exp(-logits))).astype(np.float32)
+        return scores
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, object]) -> Blend:
+        weights = spec["weights"]
+        bias = spec["bias"]
+        assert isinstance(weights, Sequence) and isinstance(bias, int | float)
+        return cls(tuple(float(w) for w in weights), float(bias))
+
+    def spec(self) -> dict[str, object]:
+        return {
+            "signals": list(SIGNALS),
+            "weights": [round(w, 6) for w in self.weights],
+            "bias": round(self.bias, 6),
+        }

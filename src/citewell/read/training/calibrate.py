@@ -1,0 +1,147 @@
+"""Calibrating a trained reader: its blend per task and its decline threshold.
+
+Both are fit on the calibration part of the data (``data.article_part``): paragraphs and records
+the network never trained on, so the network's logit there is as trustworthy as it will be on a
+person's documents, not as it is on what it memorised. They are fit on the built model's
+signals, the int8 network the server runs, not torch's, so they calibrate what ships.
+
+- The blend (``citewell.read.blend``): a logistic regression of each candidate's label on its
+  three signals, by Newton's method, per task.
+- The decline threshold: the best blended score below which a question is declined, where
+  Youden's J (answerable questions kept minus unanswerable ones kept) is highest.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from citewell.read.base import Task
+from citewell.read.blend import SIGNALS, Blend, Signals
+from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard
+from citewell.read.pairs import PairLimits
+from citewell.read.training.config import TrainConfig
+from citewell.read.training.data import Group, calibration_groups, per_set
+from citewell.read.training.metrics import roc_auc, top1
+
+__all__ = ["calibrate", "decline_threshold", "fit_blend"]
+
+GROUPS_PER_SET = 400
+"""Calibration groups read per (task, set): enough for four weights, in minutes."""
+
+
+def calibrate(
+    run: Path,
+    traindata: Path,
+    evaldata: Path,
+    config: TrainConfig,
+    report: Callable[[str], None] = print,
+    groups_per_set: int = GROUPS_PER_SET,
+) -> dict[str, object]:
+    """Fit the blends and the threshold for ``run/reader.npz`` on up to ``groups_per_set``
+    calibration groups of each (task, set); writes ``run/calibration.json`` and returns its
+    data."""
+    training = json.loads((run / "training.json").read_text())
+    card = ReaderCard(
+        name="citewell-reader",
+        folder=run,
+        delta="reader.npz",
+        sha256=training["sha256"],
+        layers=config.layers,
+        limits=PairLimits(**training["config"]["limits"]),
+        answerable_threshold=0.5,
+        blends={},
+        fields={},
+    )
+    # A cache of the run's own: building there never replaces the shipped reader's build.
+    reader = CrossEncoderReader(config.threads, run / "models", card)
+    groups = per_set(calibration_groups(traindata, evaldata, config.seed), groups_per_set, 0)
+    report(f"calibrating on {len(groups)} groups")
+    signals = [reader.signals(g.task, g.first, g.candidates) for g in groups]
+    blends: dict[Task, Blend] = {}
+    for task in ("answers", "supports"):
+        chosen = [i for i, g in enumerate(groups) if g.task == task]
+        labels = np.concatenate([groups[i].labels for i in chosen])
+        blends[task] = fit_blend(np.concatenate([signals[i] for i in chosen]), labels)
+    scores = [blends[g.task].scores(s) for g, s in zip(groups, signals, strict=True)]
+    asked = [i for i, g in enumerate(groups) if g.task == "answers"]
+    threshold = decline_threshold(
+        [float(scores[i].max()) for i in asked], [groups[i].answerable for i in asked]
+    )
+    result: dict[str, object] = {
+        "groups": len(groups),
+        "blends": {task: blend.spec() for task, blend in blends.items()},
+        "answerable_threshold": round(threshold, 4),
+        "figures": _figures(groups, signals, scores),
+    }
+    (run / "calibration.json").write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+def fit_blend(signals: Signals, labels: np.ndarray, ridge: float = 1e-3) -> Blend:
+    """Logistic regression of ``labels`` on ``signals`` (columns standardised while fitting, a
+    small ridge on the weights, not the bias)."""
+    mean = signals.mean(axis=0)
+    spread = signals.std(axis=0) + 1e-6
+    x = np.hstack([(signals - mean) / spread, np.ones((len(signals), 1))]).astype(np.float64)
+    y = np.asarray(labels, dtype=np.float64)
+    w = np.zeros(x.shape[1])
+    penalty = np.full(x.shape[1], ridge * len(y))
+    penalty[-1] = 0.0
+    for _ in range(100):
+        p = 1.0 / (1.0 + np.exp(-(x @ w)))
+        gradient = x.T @ (p - y) + penalty * w
+        hessian = (x * (p * (1 - p))[:, None]).T @ x + np.diag(penalty) + 1e-9 * np.eye(len(w))
+        step = np.linalg.solve(hessian, gradient)
+        w -= step
+        if np.abs(step).max() < 1e-9:
+            break
+    weights = w[:-1] / spread
+    bias = w[-1] - float(weights @ mean)
+    return Blend(tuple(float(v) for v in weights), float(bias))
+
+
+def decline_threshold(best: Sequence[float], answerable: Sequence[bool]) -> float:
+    """The threshold on a question's best score with the highest Youden's J; 0.5 when the
+    groups hold no unanswerable question (or no answerable one)."""
+    scores = np.asarray(best)
+    kept = np.asarray(answerable, dtype=bool)
+    if kept.all() or not kept.any():
+        return 0.5
+    candidates = np.unique(scores)
+    j = [(scores[kept] >= t).mean() - (scores[~kept] >= t).mean() for t in candidates]
+    index = int(np.argmax(j))
+    below = candidates[index - 1] if index else candidates[index] - 1e-3
+    return float((candidates[index] + below) / 2)  # between two observed scores
+
+
+def _figures(
+    groups: Sequence[Group], signals: Sequence[Signals], blended: Sequence[np.ndarray]
+) -> dict[str, dict[str, float]]:
+    """Per signal and the blend, over all calibration groups: top-1, answerability and support
+    ROC-AUC (the blend is fit on these groups: a check, not a measurement)."""
+    columns: dict[str, list[np.ndarray]] = {
+        name: [s[:, i] for s in signals] for i, name in enumerate(SIGNALS)
+    }
+    columns["blend"] = list(blended)
+    out = {}
+    asked = [i for i, g in enumerate(groups) if g.task == "answers"]
+    claims = [i for i, g in enumerate(groups) if g.task == "supports"]
+    for name, scores in columns.items():
+        best = [(float(scores[i].max()), groups[i].answerable) for i in asked]
+        flat = [(s, y) for i in claims for s, y in zip(scores[i], groups[i].labels, strict=True)]
+        out[name] = {
+            "top1": round(
+                top1([groups[i].labels for i in asked], [list(scores[i]) for i in asked]), 4
+            ),
+            "answerable-auc": round(
+                roc_auc([b for b, a in best if a], [b for b, a in best if not a]), 4
+            ),
+            "support-auc": round(
+                roc_auc([s for s, y in flat if y], [s for s, y in flat if not y]), 4
+            ),
+        }
+    return out

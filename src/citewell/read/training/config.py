@@ -1,0 +1,26 @@
+"""How a reader is trained: the recipe's knobs, kept apart from torch so the CLI can show them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from citewell.read.pairs import PairLimits
+
+__all__ = ["TrainConfig"]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    seed: int = 0
+    layers: int = 12
+    adapted: int = 6
+    rank: int = 16
+    epochs: float = 1.0
+    learning_rate: float = 8e-4
+    warmup: float = 0.05
+    batch_tokens: int = 2400
+    threads: int = 2
+    validation_per_set: int = 100
+    """Validation groups read per (task, set) at each point of the curve."""
+    checkpoint_minutes: float = 10.0
+    limits: PairLimits = PairLimits()
