@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from citewell.store.vectors import VectorIndex
+from citewell.store.sqlite.vectors import VectorIndex
 from common import machine, percentile, reproduce_line, table
 
 PASSAGES_PER_SOURCE = 100

@@ -10,7 +10,7 @@ from citewell.config import JobSettings, Settings
 from citewell.library import Library
 from citewell.model import IngestJob, JobState
 from citewell.store.base import new_source_id
-from citewell.store.blobs import content_hash
+from citewell.store.objects.blobs import content_hash
 
 NOTE = b"Refunds take 30 days from the date of purchase."
 

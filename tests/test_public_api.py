@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import citewell
@@ -143,9 +144,32 @@ LAYERS = {
 
 def test_dependencies_point_one_way() -> None:
     for package, forbidden in LAYERS.items():
-        for path in (SRC / package).glob("*.py"):
+        for path in (SRC / package).rglob("*.py"):
             bad = {m for m in _imports(path) if m.startswith(forbidden)}
             assert not bad, f"{path.relative_to(SRC)} imports {sorted(bad)}"
+
+
+def _front_doors() -> list[Path]:
+    """The modules that serve people: the HTTP API and the command line."""
+    cli = SRC / "cli"
+    return [
+        *(SRC / "api").rglob("*.py"),
+        *(cli.rglob("*.py") if cli.is_dir() else [SRC / "cli.py"]),
+    ]
+
+
+def test_the_api_and_the_cli_reach_storage_only_through_the_library_and_the_engine() -> None:
+    for path in _front_doors():
+        imported = {m for m in _imports(path) if m.startswith("citewell.store")}
+        assert not imported, f"{path.relative_to(SRC)} imports {sorted(imported)}"
+        reached = sorted(
+            ast.unparse(node)
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Attribute)
+            and node.attr == "store"
+            and re.search(r"library(\(.*\))?$", ast.unparse(node.value))
+        )
+        assert not reached, f"{path.relative_to(SRC)} reaches {reached}"
 
 
 def _package_of(module: str) -> str:

@@ -710,21 +710,11 @@ def migrate(database_url: str, data_dir: Path | None) -> None:
     """Copy the embedded store of the data folder into an empty PostgreSQL database."""
     from pydantic import SecretStr
 
-    from citewell.embed import open_embedder
-    from citewell.store import open_store
-    from citewell.store.migrate import copy_embedded
-    from citewell.store.objects import open_objects
-    from citewell.store.postgres import PostgresStore
+    from citewell.library import copy_to_postgres
 
     settings = _settings(data_dir, database_url=SecretStr(database_url))
     with _reported():
-        embedder = open_embedder(settings)  # names the HNSW index; loads no model
-        target = open_store(settings, embedder=embedder.name, dim=embedder.dim)
-        try:
-            assert isinstance(target, PostgresStore)
-            counts = copy_embedded(settings.data_dir, target, open_objects(settings, "files"))
-        finally:
-            target.close()
+        counts = copy_to_postgres(settings)
     copied = ", ".join(f"{count} {table}" for table, count in counts.items())
     click.echo(f"copied {copied}")
 

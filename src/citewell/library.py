@@ -47,6 +47,7 @@ from citewell.embed import open_embedder
 from citewell.embed.base import Embedder
 from citewell.errors import (
     CitewellError,
+    ConfigError,
     Conflict,
     IngestError,
     InvalidRequest,
@@ -78,9 +79,11 @@ from citewell.retrieve.search import search
 from citewell.scalar_text import has_surrogates
 from citewell.store import Store, open_store
 from citewell.store.base import SourceDraft, Vectors, new_source_id
-from citewell.store.blobs import content_hash
+from citewell.store.objects import open_objects
+from citewell.store.objects.blobs import content_hash
+from citewell.uploads import FileStore
 
-__all__ = ["Library"]
+__all__ = ["Library", "copy_to_postgres"]
 
 logger = logging.getLogger(__name__)
 
@@ -119,6 +122,8 @@ class Library:
         self._worker: threading.Thread | None = None
         self.keys = KeyRing(store, admin_key=settings.admin_key)
         """Tenants and API keys, and who each key stands for."""
+        self.files = FileStore(open_objects(settings, "files"))
+        """Files uploaded through the Files APIs, kept beside the library (``citewell.uploads``)."""
 
     @classmethod
     def open(cls, settings: Settings, embedder: Embedder | None = None) -> Library:
@@ -734,6 +739,22 @@ class Library:
             for i in range(0, len(texts), _EMBED_BATCH)
         ]
         return np.concatenate(parts)
+
+
+def copy_to_postgres(settings: Settings) -> dict[str, int]:
+    """Copy the embedded store of ``settings.data_dir``, and the Files APIs' uploads, into the
+    empty PostgreSQL database of ``settings.database_url``; returns the rows copied per table."""
+    from citewell.store.postgres import PostgresStore  # the postgres extra: imported on use
+    from citewell.store.postgres.migrate import copy_embedded
+
+    embedder = open_embedder(settings)  # names the HNSW index; loads no model
+    target = open_store(settings, embedder=embedder.name, dim=embedder.dim)
+    try:
+        if not isinstance(target, PostgresStore):
+            raise ConfigError("citewell migrate copies into PostgreSQL: set a database URL")
+        return copy_embedded(settings.data_dir, target, open_objects(settings, "files"))
+    finally:
+        target.close()
 
 
 class _Cancelled(CancelledError):

@@ -18,7 +18,7 @@ import pytest
 from PIL import Image
 
 from citewell.config import BlobSettings
-from citewell.store.blobs import content_hash
+from citewell.store.objects.blobs import content_hash
 from tests.conftest import s3_client_options
 from tests.e2e.test_jobs import serving
 

@@ -10,10 +10,10 @@ import pytest
 
 from citewell.config import BlobSettings
 from citewell.errors import NotFound
-from citewell.store.blobs import BlobStore, content_hash
-from citewell.store.files import FileStore
 from citewell.store.objects import FolderObjects, ObjectStore
-from citewell.store.s3 import S3Objects
+from citewell.store.objects.blobs import BlobStore, content_hash
+from citewell.store.objects.s3 import S3Objects
+from citewell.uploads import FileStore
 from tests.store.conftest import Backend
 from tests.store.test_forgetting import add
 

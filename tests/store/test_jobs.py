@@ -11,7 +11,7 @@ import pytest
 from citewell.errors import NotFound
 from citewell.model import IngestJob, JobState
 from citewell.store.base import Store, job_interrupted, new_source_id
-from citewell.store.blobs import content_hash
+from citewell.store.objects.blobs import content_hash
 from tests.contracts.store import draft
 from tests.store.conftest import Backend
 

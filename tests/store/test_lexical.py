@@ -14,7 +14,7 @@ import pytest
 import tantivy
 
 from citewell.errors import StoreError
-from citewell.store.lexical import LexicalDoc, LexicalIndex
+from citewell.store.sqlite.lexical import LexicalDoc, LexicalIndex
 
 DOCS = [
     LexicalDoc("en-refund", 1, "Refunds are available within 30 days of purchase.", "en"),
@@ -150,7 +150,7 @@ _CHILD = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from citewell.store.lexical import LexicalDoc, LexicalIndex
+    from citewell.store.sqlite.lexical import LexicalDoc, LexicalIndex
 
     index = LexicalIndex(Path(sys.argv[1]))
     with index.writer() as writer:

@@ -26,13 +26,13 @@ from citewell.model import (
     Trace,
 )
 from citewell.store.base import Fusion, Scope, Store, StoredTrace
-from citewell.store.blobs import BlobStore, content_hash
-from citewell.store.files import FileStore
-from citewell.store.migrate import copy_embedded
 from citewell.store.objects import FolderObjects
+from citewell.store.objects.blobs import BlobStore, content_hash
+from citewell.store.objects.s3 import S3Objects
 from citewell.store.postgres import PostgresStore
-from citewell.store.s3 import S3Objects
+from citewell.store.postgres.migrate import copy_embedded
 from citewell.store.sqlite import SQLiteStore
+from citewell.uploads import FileStore
 from tests.contracts.store import DIM, EMBEDDER, draft, vector_for
 from tests.store.test_forgetting import add, answer
 

@@ -13,7 +13,7 @@ from pydantic import SecretStr
 from citewell.config import BlobSettings, Settings
 from citewell.errors import ConfigError, StoreError
 from citewell.store.objects import FolderObjects, ObjectStore, open_objects
-from citewell.store.s3 import S3Objects
+from citewell.store.objects.s3 import S3Objects
 from tests.conftest import s3_client_options
 
 

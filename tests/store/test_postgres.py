@@ -19,10 +19,10 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 
 from citewell.model import Comparison, Principal
-from citewell.store import postgres_schema
 from citewell.store.base import Fusion, Scope
 from citewell.store.fusion import fuse
 from citewell.store.postgres import PostgresStore
+from citewell.store.postgres import schema as postgres_schema
 from citewell.store.sqlite import SQLiteStore
 from tests.contracts.store import DIM, EMBEDDER, LOCAL, draft, vector_for
 
@@ -256,7 +256,7 @@ def test_a_failed_write_leaves_nothing_behind(
     def fail(*args: object, **kwargs: object) -> None:
         raise RuntimeError("the disk is full")
 
-    monkeypatch.setattr("citewell.store.postgres.count_terms", fail)
+    monkeypatch.setattr("citewell.store.postgres.store.count_terms", fail)
     failed = draft(bucket, "a.txt", "Refunds take 60 days.\nShipping is free.")
     with pytest.raises(RuntimeError):
         store.add_source(failed)
@@ -276,7 +276,7 @@ _INGEST_AND_BLOCK = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from citewell.store import postgres
+    from citewell.store.postgres import store as postgres
     from tests.contracts.store import DIM, EMBEDDER, draft
 
     url, folder = sys.argv[1], Path(sys.argv[2])

@@ -151,7 +151,7 @@ def test_a_store_of_the_last_schema_is_upgraded_with_its_sources_whole(
 ) -> None:
     """0010 rebuilds the sources table: pages, chunks and search must survive it. (The store
     before it has 0011's column names, which the code that writes its source reads.)"""
-    from citewell.store import schema
+    from citewell.store.sqlite import schema
 
     before = tuple(m for m in schema.MIGRATIONS if not m[0].startswith("0010"))
     with monkeypatch.context() as patched:

@@ -8,7 +8,7 @@ import threading
 import numpy as np
 import pytest
 
-from citewell.store.vectors import VectorIndex
+from citewell.store.sqlite.vectors import VectorIndex
 
 DIM = 16
 
@@ -307,7 +307,7 @@ def test_rows_added_after_the_build_are_found(ann_data: AnnData) -> None:
 def test_search_is_exact_while_the_graph_is_built(
     ann_data: AnnData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from citewell.store import vectors as module
+    from citewell.store.sqlite import vectors as module
 
     chunk_ids, keys, vectors, queries = ann_data
     release = threading.Event()
@@ -333,7 +333,7 @@ def test_search_is_exact_while_the_graph_is_built(
 def test_close_does_not_wait_for_a_running_build(
     ann_data: AnnData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from citewell.store import vectors as module
+    from citewell.store.sqlite import vectors as module
 
     chunk_ids, keys, vectors, _ = ann_data
     release, started = threading.Event(), threading.Event()

@@ -45,8 +45,6 @@ from citewell.engine import Engine
 from citewell.library import Library
 from citewell.links import LinkSigner
 from citewell.model import Agent
-from citewell.store.files import FileStore
-from citewell.store.objects import open_objects
 
 __all__ = ["create_app", "serve_app"]
 
@@ -75,7 +73,6 @@ def create_app(
     def open_engine(app: FastAPI, opened: Library) -> None:
         app.state.library = opened
         app.state.engine = Engine.open(opened, agents, keep_traces=True)
-        app.state.files = FileStore(open_objects(opened.settings, "files"))
         app.state.keys = opened.keys
         app.state.links = LinkSigner.open(opened.settings.links, opened.settings.data_dir)
         app.state.started_at = int(time.time())
@@ -95,7 +92,6 @@ def create_app(
         finally:
             app.state.library = None
             app.state.engine = None
-            app.state.files = None
             app.state.keys = None
             app.state.links = None
             opened.close()

@@ -7,7 +7,7 @@ carries an ``anthropic-version`` header (``citewell.api.errors.is_anthropic``).
     GET    /v1/files/{file_id}/content                -> the bytes (OpenAI's dialect only)
     DELETE /v1/files/{file_id}                        -> the dialect's deletion object
 
-There is one file store (``citewell.store.files``): a file uploaded in one dialect is the same
+There is one file store (``citewell.uploads``): a file uploaded in one dialect is the same
 file in the other. Anthropic's requests name files in ``document`` blocks; OpenAI's attach them
 to vector stores (``citewell.api.vector_stores``), which ingests their bytes as sources. Deleting
 a file deletes those sources too, as OpenAI's API does: delete means gone.
@@ -31,14 +31,15 @@ from citewell.api.deps import (
     PrincipalDep,
     Searching,
     WireObject,
+    get_library,
 )
 from citewell.api.errors import is_anthropic, request_id
 from citewell.api.sources import read_upload
-from citewell.errors import InvalidRequest, StoreError, UnsupportedFormat
+from citewell.errors import InvalidRequest, UnsupportedFormat
 from citewell.ingest import detect_media_type
 from citewell.library import Library
 from citewell.model import Principal
-from citewell.store.files import DEFAULT_PURPOSE, FileStore, StoredFile
+from citewell.uploads import DEFAULT_PURPOSE, FileStore, StoredFile
 
 __all__ = ["FileMetadata", "FileObject", "get_files", "router"]
 
@@ -49,10 +50,7 @@ PURPOSES = ("assistants", DEFAULT_PURPOSE)
 
 
 def get_files(request: Request) -> FileStore:
-    files: FileStore | None = getattr(request.app.state, "files", None)
-    if files is None:
-        raise StoreError("The file store is not open yet.")
-    return files
+    return get_library(request).files
 
 
 class FileMetadata(BaseModel):

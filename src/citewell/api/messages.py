@@ -46,7 +46,7 @@ from citewell.events import Question
 from citewell.model import Permission, Turn
 from citewell.render.common import dumps
 from citewell.render.messages import MessageOptions, MessageStream, render_message
-from citewell.store.files import FileStore
+from citewell.uploads import FileStore
 
 __all__ = ["MessagesBody", "router"]
 

@@ -23,7 +23,7 @@ answered ``in_progress`` once OCR starts, and is the library's ingest job until 
 kept in the store, so a file in progress is finished by another server process (or this one,
 restarted) when the one reading it dies. A file citewell cannot read at all is refused at once
 with the error (415 ``unsupported_file``, 422 ``invalid_file``). What a bucket cannot hold, a
-vector store's metadata, is kept by ``citewell.store.files``.
+vector store's metadata, is kept by ``citewell.uploads``.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ from citewell.model import (
     Source,
 )
 from citewell.render.common import AccessUrl
-from citewell.store.files import FileStore
+from citewell.uploads import FileStore
 
 __all__ = ["router"]
 

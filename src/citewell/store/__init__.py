@@ -9,8 +9,8 @@ from collections.abc import Callable
 from citewell.config import Settings
 from citewell.errors import ConfigError
 from citewell.store.base import Store
-from citewell.store.blobs import BlobStore
 from citewell.store.objects import open_objects
+from citewell.store.objects.blobs import BlobStore
 from citewell.store.sqlite import SQLiteStore
 
 __all__ = ["Store", "open_store"]

@@ -38,9 +38,9 @@ from citewell.model import (
     Trace,
 )
 from citewell.store.base import SourceDraft, StoredTrace, job_interrupted, new_id, sources_quoted
-from citewell.store.blobs import BlobStore
 from citewell.store.dialect import Connection, Cursor, Dialect, Row
 from citewell.store.encoding import pack_boxes, pack_confidences, unpack_boxes, unpack_confidences
+from citewell.store.objects.blobs import BlobStore
 
 __all__ = ["CHUNK_COLUMNS", "SqlStore", "page_rows"]
 

@@ -24,11 +24,11 @@ from typing import Any
 import numpy as np
 
 from citewell.errors import Conflict, NotFound
-from citewell.store import schema
-from citewell.store.blobs import BlobStore
 from citewell.store.objects import FolderObjects, ObjectStore
-from citewell.store.postgres import Connection, PostgresStore
-from citewell.store.postgres_search import chunk_terms
+from citewell.store.objects.blobs import BlobStore
+from citewell.store.postgres.search import chunk_terms
+from citewell.store.postgres.store import Connection, PostgresStore
+from citewell.store.sqlite import schema
 
 __all__ = ["copy_embedded"]
 

@@ -1,10 +1,10 @@
-"""Where the bytes kept beside the store live: originals (``citewell.store.blobs``) and the
-Files APIs' uploads (``citewell.store.files``).
+"""Where the bytes kept beside the store live: originals (``citewell.store.objects.blobs``) and the
+Files APIs' uploads (``citewell.uploads``).
 
 An ``ObjectStore`` keeps byte strings under names like ``ab/abcd…`` in one area (``blobs`` or
 ``files``). By default an area is a folder of the data folder (``FolderObjects``), which
 servers sharing one database must then share too; with ``CITEWELL_BLOBS__URL`` set it is a prefix
-of an S3-compatible bucket (``citewell.store.s3``), which every server reaches on its own.
+of an S3-compatible bucket (``citewell.store.objects.s3``), which every server reaches on its own.
 
 A write replaces the whole object at once: a reader sees the old bytes or the new ones, never
 part of either.
@@ -101,6 +101,6 @@ def open_objects(settings: Settings, area: str) -> ObjectStore:
     """The configured store of one area: the S3 bucket of ``blobs.url``, else the data folder."""
     if settings.blobs.url is None:
         return FolderObjects(settings.data_dir / area)
-    from citewell.store.s3 import S3Objects
+    from citewell.store.objects.s3 import S3Objects
 
     return S3Objects(settings.blobs, area)

@@ -40,11 +40,11 @@ from citewell.store.base import (
     chunk_id,
     new_source_id,
 )
-from citewell.store.blobs import BlobStore
 from citewell.store.dialect import Clause, Dialect
 from citewell.store.objects import FolderObjects
-from citewell.store.postgres_schema import migrate, schema_lock
-from citewell.store.postgres_search import ChunkTerms, Search, chunk_terms, count_terms
+from citewell.store.objects.blobs import BlobStore
+from citewell.store.postgres.schema import migrate, schema_lock
+from citewell.store.postgres.search import ChunkTerms, Search, chunk_terms, count_terms
 from citewell.store.sql import CHUNK_COLUMNS, SqlStore, page_rows
 
 __all__ = ["PostgresStore"]
@@ -200,7 +200,7 @@ class PostgresStore(SqlStore[Connection]):
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
         """A connection in a transaction that commits when the block ends (for bulk copies,
-        ``store/migrate.py``); psycopg's errors become citewell's."""
+        ``store/postgres/migrate.py``); psycopg's errors become citewell's."""
         with _store_errors(), self._pool.connection() as conn, conn.transaction():
             yield conn
 

@@ -41,15 +41,15 @@ from citewell.store.base import (
     chunk_id,
     new_source_id,
 )
-from citewell.store.blobs import BlobStore
 from citewell.store.dialect import Clause, Dialect
 from citewell.store.filters import SqlParam, compile_filter
 from citewell.store.fusion import fuse
-from citewell.store.lexical import LexicalDoc, LexicalIndex
 from citewell.store.objects import FolderObjects
-from citewell.store.schema import migrate
+from citewell.store.objects.blobs import BlobStore
 from citewell.store.sql import CHUNK_COLUMNS, SqlStore, page_rows
-from citewell.store.vectors import VectorIndex
+from citewell.store.sqlite.lexical import LexicalDoc, LexicalIndex
+from citewell.store.sqlite.schema import migrate
+from citewell.store.sqlite.vectors import VectorIndex
 
 __all__ = ["SQLiteStore"]
 
