@@ -123,11 +123,30 @@ def test_onnxruntime_scores_as_torch_does(
             tokens = torch.tensor([pair_ids(tokenizer, question, span, card.limits)])
             mask = torch.ones_like(tokens, dtype=torch.float32)
             expected.append(torch.sigmoid(net.upper(net.lower(tokens, mask), mask))[0, 0].item())
-    np.testing.assert_allclose(reader.score_answers(question, spans), expected, atol=0.05)
+    logits = reader.signals("answers", question, spans)[:, 0]
+    np.testing.assert_allclose(1 / (1 + np.exp(-logits)), expected, atol=0.05)
+
+
+def test_scores_blend_the_network_with_word_overlap_and_e5s_cosine(
+    reader: CrossEncoderReader,
+) -> None:
+    question = "How long is the refund window?"
+    spans = [
+        "Members can return any part for a full refund within 30 days of purchase.",
+        "The workshop repairs brakes and gears on Saturday mornings.",
+    ]
+    signals = reader.signals("answers", question, spans)
+    assert signals.shape == (2, 3)
+    assert signals[0, 1] > signals[1, 1]  # more of the question's words
+    assert signals[0, 2] > signals[1, 2]  # nearer in e5's space
+    blend = ReaderCard.shipped().blends["answers"]
+    assert all(weight > 0 for weight in blend.weights)
+    np.testing.assert_allclose(reader.score_answers(question, spans), blend.scores(signals))
 
 
 def test_no_candidates_no_scores(reader: CrossEncoderReader) -> None:
     assert reader.score_answers("anything?", []).shape == (0,)
+    assert reader.signals("supports", "anything", []).shape == (0, 3)
 
 
 def test_the_default_reader_is_the_trained_one(tmp_path: Path) -> None:

@@ -85,8 +85,8 @@ MIGRATIONS: tuple[tuple[str, LiteralString], ...] = (
             PRIMARY KEY (source_key, number)
         );
 
-        -- lexemes: the chunk's terms as citewell's analyzers make them (store/sqlite/lexical.py), each
-        -- prefixed with its analyzer's name, and each with as many positions as it occurs
+        -- lexemes: the chunk's terms as citewell's analyzers make them (citewell/analysis.py),
+        -- each prefixed with its analyzer's name, and each with as many positions as it occurs
         -- (at most 256: tsvector's limit); lexical_length: how many terms it has in all.
         CREATE TABLE chunks (
             key            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
