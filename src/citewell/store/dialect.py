@@ -9,6 +9,9 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, LiteralString, Protocol, cast
 
+import numpy as np
+import numpy.typing as npt
+
 __all__ = ["Clause", "Connection", "Cursor", "Dialect", "Row"]
 
 
@@ -57,6 +60,8 @@ class Dialect(ABC):
     database is written by one transaction at a time anyway (SQLite's BEGIN IMMEDIATE)."""
     each: LiteralString
     """A table of one column, ``value``: the strings of one ``labels`` parameter."""
+    each_key: LiteralString
+    """A table of one column, ``value``: the integers of one ``keys`` parameter."""
 
     def query(self, text: LiteralString) -> LiteralString:
         """The statement as the driver takes it (the statements here hold no other ``?``)."""
@@ -86,6 +91,14 @@ class Dialect(ABC):
 
     def read_labels(self, value: Any) -> list[str]:
         return list(value)
+
+    def keys(self, values: Iterable[int]) -> Any:
+        """Row keys as one parameter of ``each_key``."""
+        return list(values)
+
+    @abstractmethod
+    def read_vector(self, value: Any) -> npt.NDArray[np.float32]:
+        """A stored vector as float32."""
 
     def json_value(self, value: Any) -> Any:
         """A JSON value as its column keeps it."""

@@ -37,7 +37,14 @@ from citewell.model import (
     Tenant,
     Trace,
 )
-from citewell.store.base import SourceDraft, StoredTrace, job_interrupted, new_id, sources_quoted
+from citewell.store.base import (
+    SourceDraft,
+    StoredTrace,
+    Vectors,
+    job_interrupted,
+    new_id,
+    sources_quoted,
+)
 from citewell.store.dialect import Connection, Cursor, Dialect, Row
 from citewell.store.encoding import pack_boxes, pack_confidences, unpack_boxes, unpack_confidences
 from citewell.store.objects.blobs import BlobStore
@@ -72,11 +79,9 @@ class SqlStore(ABC, Generic[C]):
         """The rows of one statement, in the driver's own placeholders."""
 
     @abstractmethod
-    def get_sources(self, source_ids: Iterable[str]) -> dict[str, Source]: ...
-
-    @abstractmethod
-    def _forget_sources(self, conn: C, source_keys: Sequence[int]) -> None:
-        """Delete sources with what is derived from them and the answers quoting them."""
+    def _forget_derived(self, conn: C, source_keys: Sequence[int]) -> None:
+        """Forget what the store keeps of sources outside the shared tables (its lexical
+        index's part), in the transaction that deletes them, before their chunks go."""
 
     def _run(self, conn: C, query: LiteralString, params: Sequence[Any] = ()) -> Cursor:
         """Run one statement in a transaction."""
@@ -261,6 +266,65 @@ class SqlStore(ABC, Generic[C]):
             sentences=tuple(Span(start=a, end=b) for a, b in read(row["sentences"])),
             language=row["language"],
         )
+
+    def get_sources(self, source_ids: Iterable[str]) -> dict[str, Source]:
+        sources = self._select_sources(
+            f"s.id IN (SELECT value FROM {self._dialect.each})",
+            (self._dialect.labels(set(source_ids)),),
+        )
+        return {source.id: source for source in sources}
+
+    def _forget_sources(self, conn: C, source_keys: Sequence[int]) -> None:
+        """Delete sources with what is derived from them and the answers quoting them, and the
+        vectors no chunk holds any more."""
+        if not source_keys:
+            return
+        keys = (self._dialect.keys(source_keys),)
+        listed: LiteralString = f"(SELECT value FROM {self._dialect.each_key})"
+        vector_keys = [
+            row["vector_key"]
+            for row in self._run(
+                conn, f"SELECT DISTINCT vector_key FROM chunks WHERE source_key IN {listed}", keys
+            ).fetchall()
+        ]
+        self._forget_derived(conn, source_keys)
+        self._run(
+            conn,
+            "DELETE FROM answers WHERE id IN (SELECT a.response_id FROM answer_sources a"
+            f" JOIN sources s ON s.id = a.source_id WHERE s.key IN {listed})",
+            keys,
+        )
+        self._run(conn, f"DELETE FROM sources WHERE key IN {listed}", keys)
+        self._run(
+            conn,
+            f"DELETE FROM vectors WHERE vector_key IN (SELECT value FROM {self._dialect.each})"
+            " AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.vector_key = vectors.vector_key)",
+            (self._dialect.labels(vector_keys),),
+        )
+
+    # vectors ---------------------------------------------------------------------------------
+    def cached_vectors(self, embedder: str, keys: Sequence[str]) -> dict[str, Vectors]:
+        rows = self._rows(
+            "SELECT vector_key, vector FROM vectors WHERE embedder = ?"
+            f" AND vector_key IN (SELECT value FROM {self._dialect.each})",
+            (embedder, self._dialect.labels(set(keys))),
+        )
+        return {row["vector_key"]: self._dialect.read_vector(row["vector"]) for row in rows}
+
+    def chunks_without_vectors(self, embedder: str, *, limit: int) -> list[tuple[str, Chunk]]:
+        """Up to ``limit`` stored chunks whose text has no vector from ``embedder``, one chunk
+        per text (the first)."""
+        rows = self._rows(
+            f"SELECT c.vector_key, {CHUNK_COLUMNS} FROM chunks c"
+            f" JOIN sources s ON s.key = c.source_key WHERE {self._stored}"
+            " AND NOT EXISTS (SELECT 1 FROM vectors v"
+            " WHERE v.embedder = ? AND v.vector_key = c.vector_key)"
+            " AND NOT EXISTS (SELECT 1 FROM chunks e"
+            " WHERE e.vector_key = c.vector_key AND e.key < c.key)"
+            " ORDER BY c.key LIMIT ?",
+            (embedder, limit),
+        )
+        return [(row["vector_key"], self._chunk(row)) for row in rows]
 
     def original(self, source_id: str) -> bytes:
         return self.blobs.get(self.get_source(source_id).content_hash)

@@ -10,7 +10,7 @@ statistics: after a crash it is either fully there or absent.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,7 +26,6 @@ from psycopg_pool import ConnectionPool
 
 from citewell.errors import Conflict, NotFound, StoreError
 from citewell.model import (
-    Chunk,
     ScoreBreakdown,
     Source,
 )
@@ -45,7 +44,7 @@ from citewell.store.objects import FolderObjects
 from citewell.store.objects.blobs import BlobStore
 from citewell.store.postgres.schema import migrate, schema_lock
 from citewell.store.postgres.search import ChunkTerms, Search, chunk_terms, count_terms
-from citewell.store.sql import CHUNK_COLUMNS, SqlStore, page_rows
+from citewell.store.sql import SqlStore, page_rows
 
 __all__ = ["PostgresStore"]
 
@@ -72,9 +71,14 @@ class _PostgresDialect(Dialect):
     binary = ' COLLATE "C"'
     locks_rows = True
     each = "unnest(?::text[]) AS value"
+    each_key = "unnest(?::bigint[]) AS value"
 
     def json_value(self, value: Any) -> Jsonb:
         return Jsonb(value)
+
+    def read_vector(self, value: Any) -> Vectors:
+        vector: Vectors = value.to_numpy().astype(np.float32, copy=False)
+        return vector
 
     def now(self, moment: datetime) -> Clause:
         return Clause("now()")
@@ -371,64 +375,20 @@ class PostgresStore(SqlStore[Connection]):
                 [(embedder, key, rows[key]) for key in sorted(rows)],
             )
 
-    def get_sources(self, source_ids: Iterable[str]) -> dict[str, Source]:
-        sources = self._select_sources("s.id = ANY(?)", (list(dict.fromkeys(source_ids)),))
-        return {source.id: source for source in sources}
-
     @staticmethod
-    def _forget_sources(conn: Connection, source_keys: Sequence[int]) -> None:
-        """Delete sources with what is derived from them and the answers quoting them."""
-        if not source_keys:
-            return
-        keys = list(source_keys)
-        vector_keys = [
-            row["vector_key"]
-            for row in conn.execute(
-                "SELECT DISTINCT vector_key FROM chunks WHERE source_key = ANY(%s)", (keys,)
-            )
-        ]
+    def _forget_derived(conn: Connection, source_keys: Sequence[int]) -> None:
+        """Take the sources' chunks out of the lexical statistics (``postgres.search``)."""
         counted = [
             ChunkTerms.stored(row["lexical_field"], row["lexemes"], row["lexical_length"])
             for row in conn.execute(
                 "SELECT lexical_field, tsvector_to_array(lexemes) AS lexemes, lexical_length"
                 " FROM chunks WHERE source_key = ANY(%s)",
-                (keys,),
+                (list(source_keys),),
             )
         ]
-        conn.execute(
-            "DELETE FROM answers WHERE id IN (SELECT a.response_id FROM answer_sources a"
-            " JOIN sources s ON s.id = a.source_id WHERE s.key = ANY(%s))",
-            (keys,),
-        )
-        conn.execute("DELETE FROM sources WHERE key = ANY(%s)", (keys,))
-        conn.execute(
-            "DELETE FROM vectors WHERE vector_key = ANY(%s) AND NOT EXISTS"
-            " (SELECT 1 FROM chunks c WHERE c.vector_key = vectors.vector_key)",
-            (vector_keys,),
-        )
         count_terms(conn, counted, sign=-1)
 
     # vectors ---------------------------------------------------------------------------------
-    def cached_vectors(self, embedder: str, keys: Sequence[str]) -> dict[str, Vectors]:
-        rows = self._read(
-            "SELECT vector_key, vector FROM vectors WHERE embedder = %s AND vector_key = ANY(%s)",
-            (embedder, list(dict.fromkeys(keys))),
-        )
-        return {
-            row["vector_key"]: row["vector"].to_numpy().astype(np.float32, copy=False)
-            for row in rows
-        }
-
-    def chunks_without_vectors(self, embedder: str, *, limit: int) -> list[tuple[str, Chunk]]:
-        rows = self._read(
-            f"SELECT DISTINCT ON (c.vector_key) c.vector_key, {CHUNK_COLUMNS} FROM chunks c"
-            " JOIN sources s ON s.key = c.source_key WHERE NOT EXISTS (SELECT 1 FROM vectors v"
-            " WHERE v.embedder = %s AND v.vector_key = c.vector_key)"
-            " ORDER BY c.vector_key, c.key LIMIT %s",
-            (embedder, limit),
-        )
-        return [(row["vector_key"], self._chunk(row)) for row in rows]
-
     def put_vectors(self, embedder: str, keys: Sequence[str], vectors: Vectors) -> None:
         with self.transaction() as conn:
             self._insert_vectors(conn, embedder, keys, vectors)

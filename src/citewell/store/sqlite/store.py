@@ -26,7 +26,6 @@ import numpy as np
 
 from citewell.errors import Conflict, NotFound, StoreError
 from citewell.model import (
-    Chunk,
     Source,
     SourceStatus,
 )
@@ -46,7 +45,7 @@ from citewell.store.filters import SqlParam, compile_filter
 from citewell.store.fusion import fuse
 from citewell.store.objects import FolderObjects
 from citewell.store.objects.blobs import BlobStore
-from citewell.store.sql import CHUNK_COLUMNS, SqlStore, page_rows
+from citewell.store.sql import SqlStore, page_rows
 from citewell.store.sqlite.lexical import LexicalDoc, LexicalIndex
 from citewell.store.sqlite.schema import migrate
 from citewell.store.sqlite.vectors import VectorIndex
@@ -85,6 +84,7 @@ class _SQLiteDialect(Dialect):
     binary = ""
     locks_rows = False
     each = "json_each(?)"
+    each_key = "json_each(?)"
 
     def time(self, moment: datetime) -> str:
         return moment.isoformat()
@@ -103,6 +103,12 @@ class _SQLiteDialect(Dialect):
 
     def read_labels(self, value: str) -> list[str]:
         return list(loads_scalar(value))
+
+    def keys(self, values: Iterable[int]) -> str:
+        return json.dumps(list(values))
+
+    def read_vector(self, value: bytes) -> Vectors:
+        return np.frombuffer(value, dtype=np.float32)
 
     def json_value(self, value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, sort_keys=True)
@@ -378,38 +384,12 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
             self._forget_sources(conn, [source_key])
         self._after_removal({row["content_hash"]})
 
-    def get_sources(self, source_ids: Iterable[str]) -> dict[str, Source]:
-        found: dict[str, Source] = {}
-        for batch in _batches(list(dict.fromkeys(source_ids))):
-            sources = self._select_sources(f"s.id IN ({_marks(batch)})", batch)
-            found.update((source.id, source) for source in sources)
-        return found
-
-    def _forget_sources(self, conn: sqlite3.Connection, source_keys: Sequence[int]) -> None:
-        """Delete sources and their derived rows, queueing their lexical documents for removal."""
-        for batch in _batches(source_keys):
-            vector_keys = [
-                row["vector_key"]
-                for row in conn.execute(
-                    f"SELECT DISTINCT vector_key FROM chunks WHERE source_key IN ({_marks(batch)})",
-                    batch,
-                )
-            ]
-            conn.executemany(
-                "INSERT OR IGNORE INTO lexical_garbage VALUES (?)", ((k,) for k in batch)
-            )
-            conn.execute(
-                "DELETE FROM answers WHERE id IN (SELECT a.response_id FROM answer_sources a"
-                f" JOIN sources s ON s.id = a.source_id WHERE s.key IN ({_marks(batch)}))",
-                batch,
-            )
-            conn.execute(f"DELETE FROM sources WHERE key IN ({_marks(batch)})", batch)
-            for keys in _batches(vector_keys):
-                conn.execute(
-                    f"DELETE FROM vectors WHERE vector_key IN ({_marks(keys)}) AND vector_key"
-                    " NOT IN (SELECT vector_key FROM chunks)",
-                    keys,
-                )
+    def _forget_derived(self, conn: sqlite3.Connection, source_keys: Sequence[int]) -> None:
+        """Queue the sources' lexical documents for removal (tantivy is not in the
+        transaction: ``_collect_lexical_garbage`` removes them once it commits)."""
+        conn.executemany(
+            "INSERT OR IGNORE INTO lexical_garbage VALUES (?)", ((k,) for k in source_keys)
+        )
         self._bump_generation(conn)
 
     def _after_removal(self, content_hashes: set[str]) -> None:
@@ -440,27 +420,6 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
         self._collect_lexical_garbage()
 
     # vectors ---------------------------------------------------------------------------------
-    def cached_vectors(self, embedder: str, keys: Sequence[str]) -> dict[str, Vectors]:
-        found: dict[str, Vectors] = {}
-        for batch in _batches(list(dict.fromkeys(keys))):
-            rows = self._read(
-                f"SELECT vector_key, vector FROM vectors WHERE embedder = ?"
-                f" AND vector_key IN ({_marks(batch)})",
-                [embedder, *batch],
-            )
-            found.update((row[0], np.frombuffer(row[1], dtype=np.float32)) for row in rows)
-        return found
-
-    def chunks_without_vectors(self, embedder: str, *, limit: int) -> list[tuple[str, Chunk]]:
-        rows = self._read(
-            f"SELECT c.vector_key, {CHUNK_COLUMNS} FROM chunks c"
-            " JOIN sources s ON s.key = c.source_key WHERE s.status = 'ready' AND NOT EXISTS"
-            " (SELECT 1 FROM vectors v WHERE v.embedder = ? AND v.vector_key = c.vector_key)"
-            " GROUP BY c.vector_key LIMIT ?",
-            (embedder, limit),
-        )
-        return [(row["vector_key"], self._chunk(row)) for row in rows]
-
     def put_vectors(self, embedder: str, keys: Sequence[str], vectors: Vectors) -> None:
         with self._write() as conn:
             self._insert_vectors(conn, embedder, keys, vectors)
