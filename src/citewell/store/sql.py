@@ -41,6 +41,7 @@ from citewell.store.base import (
     SourceDraft,
     StoredTrace,
     Vectors,
+    chunk_id,
     job_interrupted,
     new_id,
     sources_quoted,
@@ -49,7 +50,7 @@ from citewell.store.dialect import Connection, Cursor, Dialect, Row
 from citewell.store.encoding import pack_boxes, pack_confidences, unpack_boxes, unpack_confidences
 from citewell.store.objects.blobs import BlobStore
 
-__all__ = ["CHUNK_COLUMNS", "SqlStore", "page_rows"]
+__all__ = ["CHUNK_COLUMNS", "CHUNK_ROW_COLUMNS", "SqlStore", "chunk_rows", "page_rows"]
 
 C = TypeVar("C", bound=Connection)
 
@@ -266,6 +267,41 @@ class SqlStore(ABC, Generic[C]):
             sentences=tuple(Span(start=a, end=b) for a, b in read(row["sentences"])),
             language=row["language"],
         )
+
+    def _link_version(self, conn: C, source_key: int, draft: SourceDraft) -> None:
+        """Make a new source the current version of its filename, as its writer sees it: it
+        supersedes the newest current one the writer can see."""
+        current = self._run(
+            conn,
+            "SELECT s.key, s.id, s.version, s.acl FROM sources s WHERE s.bucket_key ="
+            f" (SELECT bucket_key FROM sources WHERE key = ?) AND s.filename = ? AND {self._stored}"
+            " AND s.superseded_by IS NULL AND s.key != ? ORDER BY s.key DESC"
+            + self._dialect.lock(" FOR UPDATE"),
+            (source_key, draft.filename, source_key),
+        ).fetchall()
+        labels = self._dialect.read_labels
+        previous = next(
+            (r for r in current if draft.writer.can_see(frozenset(labels(r["acl"])))), None
+        )
+        self._run(
+            conn,
+            "UPDATE sources SET version = ?, supersedes = ? WHERE key = ?",
+            (
+                previous["version"] + 1 if previous else 1,
+                previous["id"] if previous else None,
+                source_key,
+            ),
+        )
+        if previous is not None:
+            self._run(
+                conn,
+                "UPDATE sources SET superseded_by = (SELECT id FROM sources WHERE key = ?)"
+                " WHERE key = ?",
+                (source_key, previous["key"]),
+            )
+
+    def _labels(self, value: Any) -> frozenset[str]:
+        return frozenset(self._dialect.read_labels(value))
 
     def get_sources(self, source_ids: Iterable[str]) -> dict[str, Source]:
         sources = self._select_sources(
@@ -813,6 +849,11 @@ class SqlStore(ABC, Generic[C]):
 
 _KEY_COLUMNS = "id, tenant_id, name, permissions, bucket_ids, acl_labels, created_at, revoked_at"
 
+CHUNK_ROW_COLUMNS: LiteralString = (
+    "id, source_key, idx, start_offset, end_offset, heading_path, page_numbers, sentences,"
+    " language, vector_key"
+)
+"""The columns of ``chunk_rows``, in order."""
 CHUNK_COLUMNS = (
     "c.id, s.id AS source_id, c.idx, c.start_offset, c.end_offset, c.heading_path,"
     " c.page_numbers, c.sentences, c.language,"
@@ -858,6 +899,26 @@ def page_rows(source_key: int, draft: SourceDraft) -> Iterator[tuple[Any, ...]]:
             pack_boxes(boxes),
             page.ocr_confidence,
             pack_confidences(read),
+        )
+
+
+def chunk_rows(
+    source_id: str, source_key: int, draft: SourceDraft, dialect: Dialect
+) -> Iterator[tuple[Any, ...]]:
+    """The rows of a draft's chunks, in the columns both stores' ``chunks`` tables share
+    (``CHUNK_ROW_COLUMNS``)."""
+    for index, (chunk, key) in enumerate(zip(draft.chunks, draft.vector_keys, strict=True)):
+        yield (
+            chunk_id(source_id, index),
+            source_key,
+            index,
+            chunk.span.start,
+            chunk.span.end,
+            dialect.json_value(list(chunk.heading_path)),
+            dialect.json_value(list(chunk.page_numbers)),
+            dialect.json_value([[s.start, s.end] for s in chunk.sentences]),
+            chunk.language,
+            key,
         )
 
 

@@ -36,7 +36,6 @@ from citewell.store.base import (
     Scope,
     SourceDraft,
     Vectors,
-    chunk_id,
     new_source_id,
 )
 from citewell.store.dialect import Clause, Dialect
@@ -44,7 +43,7 @@ from citewell.store.objects import FolderObjects
 from citewell.store.objects.blobs import BlobStore
 from citewell.store.postgres.schema import migrate, schema_lock
 from citewell.store.postgres.search import ChunkTerms, Search, chunk_terms, count_terms
-from citewell.store.sql import SqlStore, page_rows
+from citewell.store.sql import CHUNK_ROW_COLUMNS, SqlStore, chunk_rows, page_rows
 
 __all__ = ["PostgresStore"]
 
@@ -301,63 +300,21 @@ class PostgresStore(SqlStore[Connection]):
                 for chunk in draft.chunks
             ]
             with cursor.copy(
-                "COPY chunks (id, source_key, idx, start_offset, end_offset, heading_path,"
-                " page_numbers, sentences, language, vector_key, lexical_field, lexemes,"
-                " lexical_length) FROM STDIN"
+                f"COPY chunks ({CHUNK_ROW_COLUMNS}, lexical_field, lexemes, lexical_length)"
+                " FROM STDIN"
             ) as copy:
-                for index, (chunk, key, terms) in enumerate(
-                    zip(draft.chunks, draft.vector_keys, lexical, strict=True)
-                ):
-                    copy.write_row(
-                        (
-                            chunk_id(source_id, index),
-                            source_key,
-                            index,
-                            chunk.span.start,
-                            chunk.span.end,
-                            Jsonb(list(chunk.heading_path)),
-                            Jsonb(list(chunk.page_numbers)),
-                            Jsonb([[s.start, s.end] for s in chunk.sentences]),
-                            chunk.language,
-                            key,
-                            terms.field,
-                            terms.tsvector(),
-                            terms.length,
-                        )
-                    )
+                rows = chunk_rows(source_id, source_key, draft, self._dialect)
+                for chunk_row, terms in zip(rows, lexical, strict=True):
+                    copy.write_row((*chunk_row, terms.field, terms.tsvector(), terms.length))
         self._insert_vectors(conn, draft.embedder, draft.vector_keys, draft.vectors)
-        self._link_version(conn, source_key, bucket["key"], draft)
-        # Last, as these rows are shared by every write: their locks are held the shortest.
-        count_terms(conn, lexical, sign=1)
-
-    @staticmethod
-    def _link_version(
-        conn: Connection, source_key: int, bucket_key: int, draft: SourceDraft
-    ) -> None:
-        """Make the new source the current version of its filename, as its writer sees it."""
         # Two writers of one filename take turns here, so versions never fork.
         conn.execute(
             "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-            (f"{bucket_key}/{draft.filename}",),
+            (f"{bucket['key']}/{draft.filename}",),
         )
-        current = conn.execute(
-            "SELECT key, id, version, acl FROM sources WHERE bucket_key = %s AND filename = %s"
-            " AND superseded_by IS NULL AND key != %s ORDER BY key DESC FOR UPDATE",
-            (bucket_key, draft.filename, source_key),
-        ).fetchall()
-        previous = next((r for r in current if draft.writer.can_see(frozenset(r["acl"]))), None)
-        new = conn.execute(
-            "UPDATE sources SET version = %s, supersedes = %s WHERE key = %s RETURNING id",
-            (
-                previous["version"] + 1 if previous else 1,
-                previous["id"] if previous else None,
-                source_key,
-            ),
-        ).fetchone()
-        if previous is not None and new is not None:
-            conn.execute(
-                "UPDATE sources SET superseded_by = %s WHERE key = %s", (new["id"], previous["key"])
-            )
+        self._link_version(conn, source_key, draft)
+        # Last, as these rows are shared by every write: their locks are held the shortest.
+        count_terms(conn, lexical, sign=1)
 
     @staticmethod
     def _insert_vectors(

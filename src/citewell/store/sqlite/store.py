@@ -45,7 +45,7 @@ from citewell.store.filters import SqlParam, compile_filter
 from citewell.store.fusion import fuse
 from citewell.store.objects import FolderObjects
 from citewell.store.objects.blobs import BlobStore
-from citewell.store.sql import SqlStore, page_rows
+from citewell.store.sql import CHUNK_ROW_COLUMNS, SqlStore, chunk_rows, page_rows
 from citewell.store.sqlite.lexical import LexicalDoc, LexicalIndex
 from citewell.store.sqlite.schema import migrate
 from citewell.store.sqlite.vectors import VectorIndex
@@ -305,25 +305,8 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
             page_rows(source_key, draft),
         )
         conn.executemany(
-            "INSERT INTO chunks (id, source_key, idx, start_offset, end_offset, heading_path,"
-            " page_numbers, sentences, language, vector_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                (
-                    chunk_id(source_id, index),
-                    source_key,
-                    index,
-                    chunk.span.start,
-                    chunk.span.end,
-                    json.dumps(chunk.heading_path, ensure_ascii=False),
-                    json.dumps(chunk.page_numbers),
-                    json.dumps([[s.start, s.end] for s in chunk.sentences]),
-                    chunk.language,
-                    key,
-                )
-                for index, (chunk, key) in enumerate(
-                    zip(draft.chunks, draft.vector_keys, strict=True)
-                )
-            ),
+            f"INSERT INTO chunks ({CHUNK_ROW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            chunk_rows(source_id, source_key, draft, self._dialect),
         )
         self._insert_vectors(conn, draft.embedder, draft.vector_keys, draft.vectors)
 
@@ -342,34 +325,11 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
     def _publish(self, source_key: int, draft: SourceDraft) -> None:
         """Make a pending source ready, as the new current version of its filename."""
         with self._write() as conn:
-            current = conn.execute(
-                "SELECT key, id, version, acl FROM sources WHERE bucket_key ="
-                " (SELECT bucket_key FROM sources WHERE key = ?) AND filename = ?"
-                " AND status = 'ready' AND superseded_by IS NULL ORDER BY key DESC",
-                (source_key, draft.filename),
-            )
-            previous = next(
-                (r for r in current if draft.writer.can_see(frozenset(json.loads(r["acl"])))),
-                None,
-            )
-            source_id = conn.execute(
-                "SELECT id FROM sources WHERE key = ?", (source_key,)
-            ).fetchone()["id"]
+            self._link_version(conn, source_key, draft)
             conn.execute(
-                "UPDATE sources SET status = ?, ingest_pid = NULL, version = ?, supersedes = ?"
-                " WHERE key = ?",
-                (
-                    SourceStatus.READY.value,
-                    previous["version"] + 1 if previous else 1,
-                    previous["id"] if previous else None,
-                    source_key,
-                ),
+                "UPDATE sources SET status = ?, ingest_pid = NULL WHERE key = ?",
+                (SourceStatus.READY.value, source_key),
             )
-            if previous is not None:
-                conn.execute(
-                    "UPDATE sources SET superseded_by = ? WHERE key = ?",
-                    (source_id, previous["key"]),
-                )
             self._bump_generation(conn)
 
     def _abandon(self, source_key: int) -> None:
