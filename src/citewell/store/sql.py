@@ -50,7 +50,15 @@ from citewell.store.dialect import Connection, Cursor, Dialect, Row
 from citewell.store.encoding import pack_boxes, pack_confidences, unpack_boxes, unpack_confidences
 from citewell.store.objects.blobs import BlobStore
 
-__all__ = ["CHUNK_COLUMNS", "CHUNK_ROW_COLUMNS", "SqlStore", "chunk_rows", "page_rows"]
+__all__ = [
+    "CHUNK_COLUMNS",
+    "CHUNK_ROW_COLUMNS",
+    "SOURCE_ROW_COLUMNS",
+    "SOURCE_ROW_MARKS",
+    "SqlStore",
+    "chunk_rows",
+    "page_rows",
+]
 
 C = TypeVar("C", bound=Connection)
 
@@ -266,6 +274,44 @@ class SqlStore(ABC, Generic[C]):
             page_numbers=tuple(read(row["page_numbers"])),
             sentences=tuple(Span(start=a, end=b) for a, b in read(row["sentences"])),
             language=row["language"],
+        )
+
+    def _new_source_row(self, conn: C, source_id: str, draft: SourceDraft) -> tuple[Any, ...]:
+        """The values of ``SOURCE_ROW_COLUMNS`` for a new source (version 0 until
+        ``_link_version``). Raises ``NotFound`` for no such bucket, ``Conflict`` when the bucket
+        holds these bytes under the same labels."""
+        bucket = self._run(conn, "SELECT key FROM buckets WHERE id = ?", (draft.bucket_id,))
+        found = bucket.fetchone()
+        if found is None:
+            raise NotFound(f"no bucket '{draft.bucket_id}'", param="bucket")
+        acl = self._dialect.labels(draft.acl)
+        duplicate = self._run(
+            conn,
+            "SELECT id FROM sources WHERE bucket_key = ? AND content_hash = ? AND acl = ?",
+            (found["key"], draft.content_hash, acl),
+        ).fetchone()
+        if duplicate is not None:
+            raise Conflict(f"the bucket already holds these bytes as source {duplicate['id']}")
+        day = draft.effective_date
+        return (
+            source_id,
+            found["key"],
+            draft.filename,
+            draft.mime_type,
+            draft.content_hash,
+            len(draft.content),
+            0,
+            draft.title,
+            draft.language,
+            draft.modality.value,
+            len(draft.pages) or None,
+            len(draft.text),
+            len(draft.chunks),
+            None if day is None else self._dialect.day(day),
+            acl,
+            self._dialect.json_value(draft.metadata),
+            self._dialect.time(_now()),
+            draft.text,
         )
 
     def _link_version(self, conn: C, source_key: int, draft: SourceDraft) -> None:
@@ -849,6 +895,13 @@ class SqlStore(ABC, Generic[C]):
 
 _KEY_COLUMNS = "id, tenant_id, name, permissions, bucket_ids, acl_labels, created_at, revoked_at"
 
+SOURCE_ROW_COLUMNS: LiteralString = (
+    "id, bucket_key, filename, mime_type, content_hash, byte_size, version, title, language,"
+    " modality, page_count, char_count, chunk_count, effective_date, acl, metadata, created_at,"
+    " text"
+)
+"""The columns of ``SqlStore._new_source_row``, in order."""
+SOURCE_ROW_MARKS: LiteralString = "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?"
 CHUNK_ROW_COLUMNS: LiteralString = (
     "id, source_key, idx, start_offset, end_offset, heading_path, page_numbers, sentences,"
     " language, vector_key"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, LiteralString
 
@@ -24,7 +24,7 @@ from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
-from citewell.errors import Conflict, NotFound, StoreError
+from citewell.errors import Conflict, StoreError
 from citewell.model import (
     ScoreBreakdown,
     Source,
@@ -43,7 +43,14 @@ from citewell.store.objects import FolderObjects
 from citewell.store.objects.blobs import BlobStore
 from citewell.store.postgres.schema import migrate, schema_lock
 from citewell.store.postgres.search import ChunkTerms, Search, chunk_terms, count_terms
-from citewell.store.sql import CHUNK_ROW_COLUMNS, SqlStore, chunk_rows, page_rows
+from citewell.store.sql import (
+    CHUNK_ROW_COLUMNS,
+    SOURCE_ROW_COLUMNS,
+    SOURCE_ROW_MARKS,
+    SqlStore,
+    chunk_rows,
+    page_rows,
+)
 
 __all__ = ["PostgresStore"]
 
@@ -248,42 +255,11 @@ class PostgresStore(SqlStore[Connection]):
         return self.get_source(source_id)
 
     def _insert(self, conn: Connection, source_id: str, draft: SourceDraft) -> None:
-        bucket = conn.execute(
-            "SELECT key FROM buckets WHERE id = %s", (draft.bucket_id,)
-        ).fetchone()
-        if bucket is None:
-            raise NotFound(f"no bucket '{draft.bucket_id}'", param="bucket")
-        duplicate = conn.execute(
-            "SELECT id FROM sources WHERE bucket_key = %s AND content_hash = %s AND acl = %s",
-            (bucket["key"], draft.content_hash, sorted(draft.acl)),
-        ).fetchone()
-        if duplicate is not None:
-            raise Conflict(f"the bucket already holds these bytes as source {duplicate['id']}")
-        row = conn.execute(
-            "INSERT INTO sources (id, bucket_key, filename, mime_type, content_hash, byte_size,"
-            " version, title, language, modality, page_count, char_count, chunk_count,"
-            " effective_date, acl, metadata, created_at, text)"
-            " VALUES (%s, %s, %s, %s, %s, %s, 0, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
-            " RETURNING key",
-            (
-                source_id,
-                bucket["key"],
-                draft.filename,
-                draft.mime_type,
-                draft.content_hash,
-                len(draft.content),
-                draft.title,
-                draft.language,
-                draft.modality.value,
-                len(draft.pages) or None,
-                len(draft.text),
-                len(draft.chunks),
-                draft.effective_date,
-                sorted(draft.acl),
-                Jsonb(draft.metadata),
-                datetime.now(UTC),
-                draft.text,
-            ),
+        values = self._new_source_row(conn, source_id, draft)
+        row = self._run(
+            conn,
+            f"INSERT INTO sources ({SOURCE_ROW_COLUMNS}) VALUES ({SOURCE_ROW_MARKS}) RETURNING key",
+            values,
         ).fetchone()
         assert row is not None
         source_key = row["key"]
@@ -310,7 +286,7 @@ class PostgresStore(SqlStore[Connection]):
         # Two writers of one filename take turns here, so versions never fork.
         conn.execute(
             "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-            (f"{bucket['key']}/{draft.filename}",),
+            (f"{values[1]}/{draft.filename}",),
         )
         self._link_version(conn, source_key, draft)
         # Last, as these rows are shared by every write: their locks are held the shortest.

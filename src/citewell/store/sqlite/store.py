@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from citewell.errors import Conflict, NotFound, StoreError
+from citewell.errors import Conflict, StoreError
 from citewell.model import (
     Source,
     SourceStatus,
@@ -45,7 +45,14 @@ from citewell.store.filters import SqlParam, compile_filter
 from citewell.store.fusion import fuse
 from citewell.store.objects import FolderObjects
 from citewell.store.objects.blobs import BlobStore
-from citewell.store.sql import CHUNK_ROW_COLUMNS, SqlStore, chunk_rows, page_rows
+from citewell.store.sql import (
+    CHUNK_ROW_COLUMNS,
+    SOURCE_ROW_COLUMNS,
+    SOURCE_ROW_MARKS,
+    SqlStore,
+    chunk_rows,
+    page_rows,
+)
 from citewell.store.sqlite.lexical import LexicalDoc, LexicalIndex
 from citewell.store.sqlite.schema import migrate
 from citewell.store.sqlite.vectors import VectorIndex
@@ -55,10 +62,6 @@ __all__ = ["SQLiteStore"]
 _PENDING = "pending"
 _ALLOWED_CACHE_SIZE = 256
 """Scopes whose visible sources are remembered (until the next write)."""
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
 
 
 _UTC_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -99,7 +102,8 @@ class _SQLiteDialect(Dialect):
         return datetime.strptime(value, _UTC_FORMAT).replace(tzinfo=UTC)
 
     def labels(self, values: Iterable[str]) -> str:
-        return json.dumps(sorted(values), ensure_ascii=False)
+        # ASCII-escaped, as sources' labels always were: a source's labels are compared whole.
+        return json.dumps(sorted(values))
 
     def read_labels(self, value: str) -> list[str]:
         return list(loads_scalar(value))
@@ -255,42 +259,10 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
 
     def _insert_pending(self, source_id: str, draft: SourceDraft) -> int:
         with self._write() as conn:
-            bucket = conn.execute("SELECT key FROM buckets WHERE id = ?", (draft.bucket_id,))
-            bucket_row = bucket.fetchone()
-            if bucket_row is None:
-                raise NotFound(f"no bucket '{draft.bucket_id}'", param="bucket")
-            duplicate = conn.execute(
-                "SELECT id FROM sources WHERE bucket_key = ? AND content_hash = ? AND acl = ?",
-                (bucket_row["key"], draft.content_hash, json.dumps(sorted(draft.acl))),
-            ).fetchone()
-            if duplicate is not None:
-                raise Conflict(f"the bucket already holds these bytes as source {duplicate['id']}")
             cursor = conn.execute(
-                "INSERT INTO sources (id, bucket_key, filename, mime_type, content_hash, byte_size,"
-                " version, status, ingest_pid, title, language, modality, page_count, char_count,"
-                " chunk_count, effective_date, acl, metadata, created_at, text)"
-                " VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    source_id,
-                    bucket_row["key"],
-                    draft.filename,
-                    draft.mime_type,
-                    draft.content_hash,
-                    len(draft.content),
-                    _PENDING,
-                    os.getpid(),
-                    draft.title,
-                    draft.language,
-                    draft.modality.value,
-                    len(draft.pages) or None,
-                    len(draft.text),
-                    len(draft.chunks),
-                    draft.effective_date.isoformat() if draft.effective_date else None,
-                    json.dumps(sorted(draft.acl)),
-                    json.dumps(draft.metadata, sort_keys=True),
-                    _now(),
-                    draft.text,
-                ),
+                f"INSERT INTO sources ({SOURCE_ROW_COLUMNS}, status, ingest_pid)"
+                f" VALUES ({SOURCE_ROW_MARKS}, ?, ?)",
+                (*self._new_source_row(conn, source_id, draft), _PENDING, os.getpid()),
             )
             source_key = cursor.lastrowid
             assert source_key is not None
