@@ -14,13 +14,10 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
-import os
 import re
 import secrets
-import socket
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import IO
@@ -46,10 +43,8 @@ from citewell.documents import (
 from citewell.embed import open_embedder
 from citewell.embed.base import Embedder
 from citewell.errors import (
-    CitewellError,
     ConfigError,
     Conflict,
-    IngestError,
     InvalidRequest,
     NotFound,
     ParseError,
@@ -60,6 +55,7 @@ from citewell.ingest import detect_media_type, parse, read_limited
 from citewell.ingest.chunk import chunk_document, chunk_text_for_embedding
 from citewell.ingest.ocr import Ocr, Progress, Recogniser
 from citewell.ingest.segment import sentence_spans
+from citewell.jobs import JobRunner
 from citewell.language import detect_language
 from citewell.model import (
     Box,
@@ -93,7 +89,6 @@ _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 _MAX_METADATA_KEYS = 32
 _MAX_METADATA_TEXT = 1024
 _EMBED_BATCH = 64
-_BACKGROUND_INGESTS = 64  # threads that mostly wait for the OCR pool, which bounds the work
 
 FILE_ID_KEY = "file_id"
 """Metadata key of a source ingested from an uploaded file (``POST /v1/files``): the file's id."""
@@ -112,14 +107,8 @@ class Library:
         self.embedder = embedder
         self._backfill_lock = threading.Lock()
         self._recogniser = Recogniser(settings.ocr)
-        self._background = ThreadPoolExecutor(_BACKGROUND_INGESTS, thread_name_prefix="ingest")
-        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
-        """Who holds the leases of the background ingests this library runs."""
-        self._runs = 0  # background ingests under way here
-        self._runs_lock = threading.Lock()
+        self._jobs = JobRunner(settings, store, self._ingest_job)
         self._budget_lock = threading.Lock()  # the OCR budget is checked and spent at once
-        self._stopping = threading.Event()
-        self._worker: threading.Thread | None = None
         self.keys = KeyRing(store, admin_key=settings.admin_key)
         """Tenants and API keys, and who each key stands for."""
         self.files = FileStore(open_objects(settings, "files"))
@@ -138,21 +127,15 @@ class Library:
         """Close the store, after background ingests have stopped: pages not yet read by OCR
         are cancelled, pages being read are finished, and the ingests that did not end are
         given back to the store, for the next process on it to read again."""
-        self._stopping.set()
-        if self._worker is not None:
-            self._worker.join()
+        self._jobs.stop()
         self._recogniser.close()
-        self._background.shutdown(wait=True)
-        self.store.release_jobs(owner=self.worker_id)
+        self._jobs.close()
         self.store.close()
 
     def start_worker(self) -> None:
         """Keep, until ``close``, the leases of this library's background ingests, and take
         over those whose process died (``Library.submit``). Once is enough."""
-        with self._runs_lock:
-            if self._worker is None:
-                self._worker = threading.Thread(target=self._work, name="ingest-jobs", daemon=True)
-                self._worker.start()
+        self._jobs.start_worker()
 
     def ocr(self, progress: Progress | None = None) -> Ocr:
         """OCR for one document, on the process's pool of OCR workers."""
@@ -364,13 +347,13 @@ class Library:
                 self.store.add_job(
                     replace(job, pages_total=total),
                     data,
-                    owner=self.worker_id,
+                    owner=self._jobs.worker_id,
                     lease_seconds=self.settings.jobs.lease_seconds,
                 )
             self.start_worker()
             ocr_started.set()
 
-        future = self._start(job, data, started)
+        future = self._jobs.start(job, data, started)
         future.add_done_callback(lambda _: ocr_started.set())
         ocr_started.wait()
         if future.done():
@@ -531,106 +514,20 @@ class Library:
             return False
         return True
 
-    def _work(self) -> None:
-        """Renew this library's leases and take over jobs left behind, every poll, until
-        ``close``. A failing store is logged and tried again at the next poll."""
-        jobs = self.settings.jobs
-        while not self._stopping.wait(jobs.poll_seconds):
-            try:
-                self.store.renew_jobs(owner=self.worker_id, lease_seconds=jobs.lease_seconds)
-                while self._has_room() and (claimed := self._claim()) is not None:
-                    self._start(claimed, None, None)
-            except CitewellError as error:
-                logger.warning("background ingests: %s", error.message)
-
-    def _has_room(self) -> bool:
-        """Whether to take over another job: no more at once than there are OCR workers,
-        so that a process does not hoard the jobs a dead one left."""
-        with self._runs_lock:
-            return self._runs < self.settings.ocr.workers and not self._stopping.is_set()
-
-    def _claim(self) -> IngestJob | None:
-        jobs = self.settings.jobs
-        return self.store.claim_job(
-            owner=self.worker_id, lease_seconds=jobs.lease_seconds, max_attempts=jobs.max_attempts
-        )
-
-    def _start(
-        self, job: IngestJob, data: bytes | None, started: Callable[[int], None] | None
-    ) -> Future[IngestResult]:
-        with self._runs_lock:
-            self._runs += 1
-        future = self._background.submit(self._run, job, data, started)
-        future.add_done_callback(lambda _: self._ended())
-        return future
-
-    def _ended(self) -> None:
-        with self._runs_lock:
-            self._runs -= 1
-
-    def _run(
-        self, job: IngestJob, data: bytes | None, started: Callable[[int], None] | None
+    def _ingest_job(
+        self, job: IngestJob, data: bytes, principal: Principal, progress: Progress
     ) -> IngestResult:
-        """Ingest a job's file, sent now (``data``; ``started`` hears when OCR starts, which
-        makes it a job) or taken over (its bytes saved in the store), and end the job. A file
-        sent now that needs no OCR never becomes a job: then ``started`` stays set."""
-
-        def progress(done: int, total: int) -> None:
-            nonlocal started
-            if started is not None:
-                started(total)
-                started = None
-            elif not self.store.job_progress(
-                job.source_id, owner=self.worker_id, done=done, total=total
-            ):
-                raise _Cancelled  # deleted (or taken over): the pages not begun are not read
-
-        try:
-            result = self.ingest(
-                self.store.job_content(job.source_id) if data is None else data,
-                filename=job.filename,
-                bucket=job.bucket_id,
-                media_type=job.mime_type,
-                effective_date=job.effective_date,
-                acl=job.acl,
-                metadata=job.metadata,
-                # Whoever submitted the job was let in then; it runs as its tenant, within the
-                # labels its submitter sees.
-                principal=Principal(
-                    tenant_id=job.tenant_id,
-                    acl_labels=job.submitter_labels or frozenset(),
-                    sees_all_labels=job.submitter_labels is None,
-                ),
-                progress=progress,
-                source_id=job.source_id,
-            )
-        except Exception as error:
-            # While stopping, OCR was cancelled: ``close`` gives the job back.
-            if (
-                started is None
-                and not self._stopping.is_set()
-                and not isinstance(error, _Cancelled)
-            ):
-                self._fail(job, error)
-            raise
-        if started is None:
-            finished = self.store.finish_job(
-                job.source_id, owner=self.worker_id, result_id=result.source.id
-            )
-            if not finished and result.source.id == job.source_id:
-                # Deleted while its last page was read: what it stored goes too.
-                self.store.delete_source(result.source.id)
-        return result
-
-    def _fail(self, job: IngestJob, error: Exception) -> None:
-        if not isinstance(error, CitewellError):
-            logger.warning("background ingest of %s failed", job.source_id, exc_info=error)
-        message = error.message if isinstance(error, CitewellError) else "the ingest failed"
-        self.store.finish_job(
-            job.source_id,
-            owner=self.worker_id,
-            error=message,
-            unreadable=isinstance(error, IngestError),
+        return self.ingest(
+            data,
+            filename=job.filename,
+            bucket=job.bucket_id,
+            media_type=job.mime_type,
+            effective_date=job.effective_date,
+            acl=job.acl,
+            metadata=job.metadata,
+            principal=principal,
+            progress=progress,
+            source_id=job.source_id,
         )
 
     def _refuse_taken(self, slug: str, principal: Principal) -> None:
@@ -755,11 +652,6 @@ def copy_to_postgres(settings: Settings) -> dict[str, int]:
         return copy_embedded(settings.data_dir, target, open_objects(settings, "files"))
     finally:
         target.close()
-
-
-class _Cancelled(CancelledError):
-    """Raised into a background ingest whose job was deleted: it stops reading, as when the
-    process stops (not the file's fault)."""
 
 
 _STAGING = "_importing-"
