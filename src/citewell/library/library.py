@@ -1,36 +1,22 @@
-"""A person's library: buckets of sources, and the ways to fill and search them.
-
-``Library`` is the Python API that the CLI and the HTTP API mirror:
-
-    >>> from citewell import Library, Settings
-    >>> library = Library.open(Settings(data_dir="/tmp/citewell-demo"))
-    >>> library.create_bucket("handbook")                                      # doctest: +SKIP
-    >>> library.ingest_path("handbook.pdf", bucket="handbook")                 # doctest: +SKIP
-    >>> library.search(SearchRequest(query="torque limits", bucket_ids=("handbook",)))  # +SKIP
-"""
+"""``Library``: buckets and sources in one store, searched with one embedder; every rule of
+who may see, store, replace and delete what (``checks`` holds the refusals)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
 import logging
-import re
-import secrets
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path
 from typing import IO
 
 import numpy as np
 
 from citewell.access import KeyRing
 from citewell.bucket_archive import (
-    ArchiveReader,
     Manifest,
-    manifest_of,
-    read_archive,
-    write_archive,
 )
 from citewell.cite.regions import regions
 from citewell.config import Settings
@@ -47,8 +33,6 @@ from citewell.errors import (
     Conflict,
     InvalidRequest,
     NotFound,
-    ParseError,
-    PermissionDenied,
     QuotaExceeded,
 )
 from citewell.ingest import detect_media_type, parse, read_limited
@@ -57,6 +41,7 @@ from citewell.ingest.ocr import Ocr, Progress, Recogniser
 from citewell.ingest.segment import sentence_spans
 from citewell.jobs import JobRunner
 from citewell.language import detect_language
+from citewell.library import archives, checks
 from citewell.model import (
     Box,
     Bucket,
@@ -72,7 +57,6 @@ from citewell.model import (
     Span,
 )
 from citewell.retrieve.search import search
-from citewell.scalar_text import has_surrogates
 from citewell.store import Store, open_store
 from citewell.store.base import SourceDraft, Vectors, new_source_id
 from citewell.store.objects import open_objects
@@ -85,9 +69,6 @@ logger = logging.getLogger(__name__)
 
 LOCAL = Principal.local()
 
-_SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
-_MAX_METADATA_KEYS = 32
-_MAX_METADATA_TEXT = 1024
 _EMBED_BATCH = 64
 
 FILE_ID_KEY = "file_id"
@@ -120,7 +101,7 @@ class Library:
         ``settings.retrieve.embedder`` names)."""
         embedder = embedder or open_embedder(settings)
         store = open_store(settings, embedder=embedder.name, dim=embedder.dim)
-        _drop_abandoned_imports(store)
+        archives.drop_abandoned_imports(store)
         return cls(settings, store, embedder)
 
     def close(self) -> None:
@@ -159,8 +140,8 @@ class Library:
         self, slug: str, *, name: str | None = None, principal: Principal = LOCAL
     ) -> Bucket:
         """Create a bucket, or return the existing one with this slug."""
-        _check_slug(slug)
-        _may_create_buckets(principal)
+        checks.check_slug(slug)
+        checks.may_create_buckets(principal)
         return self.store.create_bucket(slug, tenant_id=principal.tenant_id, name=name)
 
     def get_bucket(self, id_or_slug: str, *, principal: Principal = LOCAL) -> Bucket:
@@ -175,7 +156,7 @@ class Library:
         return [
             b
             for b in buckets
-            if not b.slug.startswith(_STAGING)
+            if not archives.is_staging(b.slug)
             and (principal.bucket_ids is None or b.id in principal.bucket_ids)
         ]
 
@@ -192,7 +173,7 @@ class Library:
         Raises ``Conflict`` when another bucket has the slug.
         """
         if slug is not None:
-            _check_slug(slug)
+            checks.check_slug(slug)
         if name is not None and not name.strip():
             raise InvalidRequest("a bucket name cannot be empty", param="name")
         bucket = self.get_bucket(id_or_slug, principal=principal)
@@ -206,11 +187,7 @@ class Library:
     ) -> Manifest:
         """Write the bucket's archive (``citewell.bucket_archive``) to ``target``: every version
         of every file the caller sees, with the manifest that ``import_bucket`` reads."""
-        bucket = self.get_bucket(id_or_slug, principal=principal)
-        sources = self.list_sources(bucket.id, include_superseded=True, principal=principal)
-        manifest = manifest_of(bucket, sources)
-        write_archive(target, manifest, lambda archived: self.store.original(archived.id))
-        return manifest
+        return archives.export_bucket(self, id_or_slug, target, principal)
 
     def import_bucket(
         self,
@@ -223,28 +200,12 @@ class Library:
         """Ingest an exported bucket into a new bucket of the caller's tenant, each file with
         its name, ACL labels and metadata, each file's versions oldest first.
 
-        The bucket takes ``slug``, else the archive's, and appears only once every file is in:
-        the files go into a bucket named ``_importing-…`` (listed nowhere), deleted again if
-        anything fails, or at the next open after a crash.
-        Raises ``Conflict`` when the slug is taken; ``ParseError`` or ``FileTooLarge`` for an
-        archive that is damaged, hostile or over the ingest limits (``name`` names it).
+        The bucket takes ``slug``, else the archive's, and appears only once every file is in
+        (``citewell.library.archives``). Raises ``Conflict`` when the slug is taken;
+        ``ParseError`` or ``FileTooLarge`` for an archive that is damaged, hostile or over the
+        ingest limits (``name`` names it).
         """
-        with read_archive(archive, self.settings.ingest, name=name) as reader:
-            target = slug or reader.manifest.bucket.slug
-            _check_slug(target)
-            _may_create_buckets(principal)
-            self._refuse_taken(target, principal)
-            staging = self.store.create_bucket(
-                f"{_STAGING}{secrets.token_hex(8)}",
-                tenant_id=principal.tenant_id,
-                name=reader.manifest.bucket.name,
-            )
-            try:
-                self._ingest_archived(reader, staging, name, principal)
-                return self.store.rename_bucket(staging.id, slug=target)
-            except BaseException:
-                self.store.delete_bucket(staging.id)
-                raise
+        return archives.import_bucket(self, archive, slug, name, principal)
 
     # sources ---------------------------------------------------------------------------------
     def ingest(
@@ -271,9 +232,9 @@ class Library:
         every page it reads. ``source_id`` is the id promised for the source (``submit``).
         """
         target = self.get_bucket(bucket, principal=principal)
-        filename = _clean_filename(filename)
-        attributes = _clean_metadata(metadata or {})
-        _may_label(acl, principal)
+        filename = checks.clean_filename(filename)
+        attributes = checks.clean_metadata(metadata or {})
+        checks.may_label(acl, principal)
         digest = content_hash(data)
         existing = self._held(target.id, digest, principal)
         if existing is not None:
@@ -318,7 +279,7 @@ class Library:
         over ``IngestSettings.max_tenant_ocr_pages``.
         """
         target = self.get_bucket(bucket, principal=principal)
-        _may_label(acl, principal)
+        checks.may_label(acl, principal)
         digest = content_hash(data)
         running = self.store.find_jobs(target.id, digest)
         seen = next((job for job in running if principal.can_see(job.acl)), None)
@@ -328,12 +289,12 @@ class Library:
             source_id=new_source_id(),
             tenant_id=target.tenant_id,
             bucket_id=target.id,
-            filename=_clean_filename(filename),
+            filename=checks.clean_filename(filename),
             mime_type=detect_media_type(data, filename),
             content_hash=digest,
             byte_size=len(data),
             acl=acl,
-            metadata=_clean_metadata(metadata or {}),
+            metadata=checks.clean_metadata(metadata or {}),
             effective_date=effective_date,
             created_at=dt.datetime.now(dt.UTC),
             submitter_labels=None if principal.sees_all_labels else principal.acl_labels,
@@ -367,7 +328,7 @@ class Library:
         """
         job = self.store.get_job(source_id)
         if not (principal.can_see(job.acl) and self._reaches(job.bucket_id, principal)):
-            raise _no_source(source_id)
+            raise checks.no_source(source_id)
         return job
 
     def ingest_jobs(self, bucket: str, *, principal: Principal = LOCAL) -> list[IngestJob]:
@@ -400,7 +361,7 @@ class Library:
     def get_source(self, source_id: str, *, principal: Principal = LOCAL) -> Source:
         source = self.store.get_source(source_id)
         if not (principal.can_see(source.acl) and self._reaches(source.bucket_id, principal)):
-            raise _no_source(source_id)
+            raise checks.no_source(source_id)
         return source
 
     def jobs_of_file(self, file_id: str, *, principal: Principal = LOCAL) -> list[IngestJob]:
@@ -530,39 +491,6 @@ class Library:
             source_id=job.source_id,
         )
 
-    def _refuse_taken(self, slug: str, principal: Principal) -> None:
-        """Refuse a slug in use before a long import, not after it."""
-        try:
-            self.store.get_bucket(slug, tenant_id=principal.tenant_id)
-        except NotFound:
-            return
-        raise Conflict(f"a bucket with slug '{slug}' already exists", param="slug")
-
-    def _ingest_archived(
-        self, reader: ArchiveReader, bucket: Bucket, name: str, principal: Principal
-    ) -> None:
-        imported: dict[str, str] = {}  # id of each archived source -> id of its copy
-        for archived in reader.manifest.sources:
-            result = self.ingest(
-                reader.original(archived),
-                filename=archived.filename,
-                bucket=bucket.id,
-                media_type=archived.mime_type,
-                effective_date=archived.effective_date,
-                acl=frozenset(archived.acl),
-                metadata=archived.metadata,
-                principal=principal,
-            )
-            expected = imported[archived.supersedes] if archived.supersedes else None
-            superseded = result.superseded.id if result.superseded else None
-            if result.outcome is IngestOutcome.UNCHANGED or superseded != expected:
-                # Only a manifest at odds with itself gets here (two names that clean to one).
-                raise ParseError(
-                    f"{name}: {archived.filename} would not become the version it lists",
-                    filename=name,
-                )
-            imported[archived.id] = result.source.id
-
     def _draft(
         self,
         data: bytes,
@@ -652,76 +580,3 @@ def copy_to_postgres(settings: Settings) -> dict[str, int]:
         return copy_embedded(settings.data_dir, target, open_objects(settings, "files"))
     finally:
         target.close()
-
-
-_STAGING = "_importing-"
-"""Slug prefix of a bucket being imported. No slug a caller may choose starts with '_', so it
-cannot clash with one, and whatever a crash leaves behind is recognised and dropped."""
-
-
-def _drop_abandoned_imports(store: Store) -> None:
-    for tenant in store.list_tenants():
-        for bucket in store.list_buckets(tenant_id=tenant.id):
-            if bucket.slug.startswith(_STAGING):
-                store.delete_bucket(bucket.id)
-
-
-def _no_source(source_id: str) -> NotFound:
-    """The one answer for a source that does not exist and for one the caller may not see."""
-    return NotFound(f"no source '{source_id}'", param="source_id")
-
-
-def _may_label(acl: frozenset[str], principal: Principal) -> None:
-    """A caller labels a source only so that it still sees it: it never makes what it cannot
-    read, replace or delete again."""
-    if has_surrogates(acl):
-        raise InvalidRequest("ACL labels must be valid Unicode text", param="acl")
-    if not principal.can_see(acl):
-        raise PermissionDenied(
-            "A key limited to ACL labels may only store a source it can see: give it no labels,"
-            " or at least one of the key's.",
-            param="acl",
-        )
-
-
-def _may_create_buckets(principal: Principal) -> None:
-    if principal.bucket_ids is not None:
-        # Its new bucket would be outside the buckets it is restricted to.
-        raise PermissionDenied("A key restricted to buckets cannot create buckets.")
-
-
-def _check_slug(slug: str) -> None:
-    if not _SLUG.match(slug):
-        raise InvalidRequest(
-            f"bucket slug {slug!r} must be 1-63 lowercase letters, digits, '-' or '_',"
-            " starting with a letter or digit",
-            param="slug",
-        )
-
-
-def _clean_filename(filename: str) -> str:
-    """The last path component, without control characters: names come from clients."""
-    name = PureWindowsPath(PurePosixPath(filename).name).name
-    name = "".join(ch for ch in name if ch.isprintable()).strip()
-    if not name or name in (".", ".."):
-        raise InvalidRequest(f"invalid filename {filename!r}", param="filename")
-    return name[:255]
-
-
-def _clean_metadata(metadata: Mapping[str, MetadataValue]) -> dict[str, MetadataValue]:
-    if has_surrogates(metadata):
-        raise InvalidRequest("metadata must be valid Unicode text", param="metadata")
-    if len(metadata) > _MAX_METADATA_KEYS:
-        raise InvalidRequest(f"at most {_MAX_METADATA_KEYS} metadata keys", param="metadata")
-    clean: dict[str, MetadataValue] = {}
-    for key, value in metadata.items():
-        if not isinstance(key, str) or not key or len(key) > 64:
-            raise InvalidRequest(f"metadata key {key!r} must be 1-64 characters", param="metadata")
-        if not isinstance(value, str | int | float | bool):
-            raise InvalidRequest(
-                f"metadata value of {key!r} must be a string, number or boolean", param="metadata"
-            )
-        if isinstance(value, str) and len(value) > _MAX_METADATA_TEXT:
-            raise InvalidRequest(f"metadata value of {key!r} is too long", param="metadata")
-        clean[key] = value
-    return clean
