@@ -470,3 +470,60 @@ def test_keys_are_created_listed_and_revoked_per_tenant(data_dir: Path) -> None:
     assert "\trevoked " in run(data_dir, "keys", "list").output
     missing = run(data_dir, "keys", "revoke", "key_0000000000000000")
     assert missing.exit_code == 1 and "No API key found" in missing.output
+
+
+def test_agents_are_created_listed_changed_and_deleted_as_the_http_api_sees_them(
+    data_dir: Path,
+) -> None:
+    assert run(data_dir, "buckets", "create", "handbook").exit_code == 0
+    made = run(
+        data_dir,
+        *["agents", "create", "handbook-bot", "--bucket", "handbook"],
+        *["--set", "strict=true", "--set", "max_passages=4", "--set", "description=Handbook"],
+        "--json",
+    )
+    assert made.exit_code == 0, made.output
+    agent = json.loads(made.output)
+    assert (agent["name"], agent["strict"], agent["max_passages"], agent["description"]) == (
+        "handbook-bot",
+        True,
+        4,
+        "Handbook",
+    )
+    (bucket_id,) = agent["bucket_ids"]
+    assert bucket_id.startswith("bkt_")  # kept by id: renaming the bucket keeps the scope
+    listed = run(data_dir, "agents", "list").output.splitlines()
+    assert listed == [
+        "citewell-agent\tconfigured\textractive\t*\t",
+        f"handbook-bot\town\textractive\t{bucket_id}\tHandbook",
+    ]
+    settings = Settings(data_dir=data_dir, retrieve=RetrieveSettings(embedder="use"))
+    with TestClient(create_app(settings)) as client:
+        served = client.get("/v1/agents/handbook-bot").json()
+    assert {k: served[k] for k in agent} == agent
+    changed = run(data_dir, "agents", "update", "handbook-bot", "--set", "strict=false", "--json")
+    assert changed.exit_code == 0, changed.output
+    assert json.loads(changed.output) == {**agent, "strict": False}
+    assert (
+        run(data_dir, "agents", "delete", "handbook-bot").output == "deleted agent handbook-bot\n"
+    )
+    assert [
+        line.split("\t")[0] for line in run(data_dir, "agents", "list").output.splitlines()
+    ] == ["citewell-agent"]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["create", "bot", "--set", "max_passages=0"], "invalid max_passages"),
+        (["create", "bot", "--bucket", "nowhere"], "nowhere"),
+        (["create", "bot", "--set", "generator=gpt-9"], "No generator named 'gpt-9'"),
+        (["delete", "citewell-agent"], "configured by the server"),
+        (["update", "ghost", "--set", "strict=true"], "No agent named 'ghost'"),
+    ],
+    ids=["invalid field", "unknown bucket", "unknown generator", "configured", "unknown agent"],
+)
+def test_a_refused_agent_change_exits_with_1(data_dir: Path, args: list[str], message: str) -> None:
+    result = run(data_dir, "agents", *args)
+    assert result.exit_code == 1, result.output
+    assert message in result.output

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-import citewell.cli as cli
+import citewell.cli.sources as cli
 from tests.test_cli import run
 
 

@@ -2,5 +2,5 @@
 
 ``loaders`` reads each data set into ``Case``/``Document``; ``runner`` ingests and asks through
 one surface; ``metrics`` computes the figures with confidence intervals; ``report`` renders them.
-``citewell eval`` (``cli.py``) ties them together.
+``citewell eval`` (``cli/evaluate.py``) ties them together.
 """

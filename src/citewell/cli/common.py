@@ -1,0 +1,117 @@
+"""What every command shares: the ``citewell`` group, the options every command takes, how
+settings are read, how a library is opened, and how errors become exit codes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+from pydantic import ValidationError
+
+import citewell
+from citewell.config import Settings
+from citewell.errors import CitewellError, ConfigError, StoreError
+
+if TYPE_CHECKING:
+    from citewell.engine import Engine
+    from citewell.library import Library
+
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_SETUP",
+    "RequestFailed",
+    "SetupFailed",
+    "data_dir_option",
+    "echo_json",
+    "json_option",
+    "main",
+    "open_engine",
+    "open_library",
+    "reported",
+    "settings_from",
+]
+
+EXIT_FAILED = 1
+EXIT_SETUP = 3
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class RequestFailed(click.ClickException):
+    """The request failed; printed as ``Error: <message>``."""
+
+    exit_code = EXIT_FAILED
+
+
+class SetupFailed(click.ClickException):
+    """A setting is wrong or the store is unavailable."""
+
+    exit_code = EXIT_SETUP
+
+
+@contextmanager
+def reported() -> Iterator[None]:
+    """citewell's errors, as messages with their exit code instead of tracebacks."""
+    try:
+        yield
+    except (ConfigError, StoreError) as exc:
+        raise SetupFailed(exc.message) from exc
+    except CitewellError as exc:
+        raise RequestFailed(exc.message) from exc
+
+
+def settings_from(data_dir: Path | None, **overrides: Any) -> Settings:
+    """Settings from ``CITEWELL_*`` variables, with the command line's values on top."""
+    if data_dir is not None:
+        overrides["data_dir"] = data_dir
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise SetupFailed(f"invalid settings: {exc}") from exc
+
+
+@contextmanager
+def open_library(settings: Settings) -> Iterator[Library]:
+    from citewell.library import Library  # loads the parsers and the embedder: only when needed
+
+    with reported(), Library.open(settings) as library:
+        yield library
+
+
+@contextmanager
+def open_engine(settings: Settings) -> Iterator[Engine]:
+    """The engine of the library ``settings`` describe, with the configured agents."""
+    from citewell.engine import Engine
+
+    with open_library(settings) as library:
+        yield Engine.open(library)
+
+
+def data_dir_option(command: F) -> F:
+    return click.option(
+        "--data-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        envvar="CITEWELL_DATA_DIR",
+        show_envvar=True,
+        help="Folder holding citewell's data. [default: a per-user data folder]",
+    )(command)
+
+
+def json_option(command: F) -> F:
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Print JSON, the same objects as the HTTP API."
+    )(command)
+
+
+def echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+@click.group()
+@click.version_option(citewell.__version__, prog_name="citewell")
+def main() -> None:
+    """Grounded answers over your own documents, with exact citations."""

