@@ -172,6 +172,13 @@ def test_the_api_and_the_cli_reach_storage_only_through_the_library_and_the_engi
         assert not reached, f"{path.relative_to(SRC)} reaches {reached}"
 
 
+def test_the_cli_prints_the_records_renderers_draw_and_only_serve_starts_the_api() -> None:
+    for path in (SRC / "cli").rglob("*.py"):
+        imported = {m for m in _imports(path) if m.startswith("citewell.api")}
+        allowed = {"citewell.api"} if path.name == "serve.py" else set()  # create_app
+        assert imported <= allowed, f"{path.relative_to(SRC)} imports {sorted(imported)}"
+
+
 def _package_of(module: str) -> str:
     """``citewell.cite.attribute`` -> ``cite``; a top-level module is its own unit."""
     parts = module.split(".")

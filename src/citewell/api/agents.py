@@ -15,15 +15,9 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, status
 
-from citewell.api.deps import (
-    EngineDep,
-    ListObject,
-    Managing,
-    PrincipalDep,
-    WireModel,
-    WireObject,
-)
+from citewell.api.deps import EngineDep, Managing, PrincipalDep
 from citewell.model import Agent
+from citewell.render.records import ListObject, WireModel, WireObject
 
 __all__ = ["AgentObject", "router"]
 

@@ -10,41 +10,15 @@ from fastapi import APIRouter, File, Form, Response, UploadFile, status
 from fastapi.responses import StreamingResponse
 from pydantic import Field
 
-from citewell.api.deps import (
-    Deleting,
-    Exporting,
-    LibraryDep,
-    ListObject,
-    Managing,
-    PrincipalDep,
-    WireModel,
-    WireObject,
-)
+from citewell.api.deps import Deleting, Exporting, LibraryDep, Managing, PrincipalDep
 from citewell.errors import NotFound
-from citewell.model import Bucket
+from citewell.render.records import BucketObject, ListObject, WireModel
 
 __all__ = ["BucketObject", "router"]
 
 router = APIRouter(prefix="/v1/buckets", tags=["buckets"])
 
 _SEND_CHUNK = 1024 * 1024
-
-
-class BucketObject(WireObject):
-    id: str = Field(description="Stable identifier, 'bkt_' followed by hex digits.")
-    object: Literal["bucket"] = "bucket"
-    slug: str = Field(description="Name used in URLs and on the command line.")
-    name: str = Field(description="Human-readable name.")
-    created_at: int = Field(description="When the bucket was created, in Unix seconds.")
-
-    @classmethod
-    def render(cls, bucket: Bucket) -> BucketObject:
-        return cls(
-            id=bucket.id,
-            slug=bucket.slug,
-            name=bucket.name,
-            created_at=int(bucket.created_at.timestamp()),
-        )
 
 
 class BucketCreate(WireModel):

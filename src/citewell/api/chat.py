@@ -29,13 +29,14 @@ from citewell.api.answering import (
     render_choices,
     text_of,
 )
-from citewell.api.deps import Asking, EngineDep, WireModel
+from citewell.api.deps import Asking, EngineDep
 from citewell.api.links import access_urls
 from citewell.errors import InvalidRequest
 from citewell.events import Question
 from citewell.model import Permission
 from citewell.render import ChatOptions, ChatStream, render_completion
 from citewell.render.common import dumps
+from citewell.render.records import WireModel
 
 __all__ = ["ChatBody", "router"]
 

@@ -9,11 +9,10 @@ key (what reading a list or an object needs). Tests replace the caller with
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Annotated, Generic, Literal, TypeVar
+from collections.abc import Callable
+from typing import Annotated
 
 from fastapi import Depends, Request
-from pydantic import BaseModel, ConfigDict, Field
 
 from citewell.access import KeyRing
 from citewell.engine import Engine
@@ -29,12 +28,9 @@ __all__ = [
     "Ingesting",
     "KeyRingDep",
     "LibraryDep",
-    "ListObject",
     "Managing",
     "PrincipalDep",
     "Searching",
-    "WireModel",
-    "WireObject",
     "get_engine",
     "get_library",
     "get_principal",
@@ -111,37 +107,3 @@ Ingesting = Annotated[Principal, Depends(_allowed(Permission.INGEST))]
 Managing = Annotated[Principal, Depends(_allowed(Permission.MANAGE))]
 Exporting = Annotated[Principal, Depends(_allowed(Permission.EXPORT))]
 Deleting = Annotated[Principal, Depends(_allowed(Permission.DELETE))]
-
-
-class WireModel(BaseModel):
-    """A JSON object citewell sends or accepts; unknown request fields are refused."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
-class WireObject(WireModel):
-    """An object with an id, as OpenAI's list items are."""
-
-    id: str = Field(description="Stable identifier.")
-
-
-T = TypeVar("T", bound=WireObject)
-
-
-class ListObject(WireModel, Generic[T]):
-    """OpenAI's list envelope. Everything fits in one page, so ``has_more`` is always false
-    (the OpenAI SDK keeps paginating unless it reads an explicit false)."""
-
-    object: Literal["list"] = "list"
-    data: list[T] = Field(description="The items, in order.")
-    first_id: str | None = Field(description="Id of the first item; null when empty.")
-    last_id: str | None = Field(description="Id of the last item; null when empty.")
-    has_more: Literal[False] = Field(default=False, description="Always false.")
-
-    @classmethod
-    def of(cls, items: Sequence[T]) -> ListObject[T]:
-        return cls(
-            data=list(items),
-            first_id=items[0].id if items else None,
-            last_id=items[-1].id if items else None,
-        )

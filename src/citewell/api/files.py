@@ -23,22 +23,14 @@ from fastapi import APIRouter, File, Form, Query, Request, Response, UploadFile
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from citewell.api.deps import (
-    Deleting,
-    Ingesting,
-    LibraryDep,
-    ListObject,
-    PrincipalDep,
-    Searching,
-    WireObject,
-    get_library,
-)
+from citewell.api.deps import Deleting, Ingesting, LibraryDep, PrincipalDep, Searching, get_library
 from citewell.api.errors import is_anthropic, request_id
 from citewell.api.sources import read_upload
 from citewell.errors import InvalidRequest, UnsupportedFormat
 from citewell.ingest import detect_media_type
 from citewell.library import Library
 from citewell.model import Principal
+from citewell.render.records import ListObject, WireObject
 from citewell.uploads import DEFAULT_PURPOSE, FileStore, StoredFile
 
 __all__ = ["FileMetadata", "FileObject", "get_files", "router"]

@@ -6,7 +6,8 @@ from typing import Literal
 
 from fastapi import APIRouter, Depends
 
-from citewell.api.deps import WireModel, get_library
+from citewell.api.deps import get_library
+from citewell.render.records import WireModel
 
 __all__ = ["router"]
 

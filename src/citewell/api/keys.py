@@ -9,62 +9,21 @@ listed with its ``revoked_at``, and every request or signed link made with it fa
 
 from __future__ import annotations
 
-from typing import Literal
-
 from fastapi import APIRouter, status
 from pydantic import Field
 
-from citewell.api.deps import KeyRingDep, LibraryDep, ListObject, Managing, WireModel, WireObject
+from citewell.api.deps import KeyRingDep, LibraryDep, Managing
 from citewell.library import Library
-from citewell.model import ApiKey, Permission, Principal, Tenant
+from citewell.model import Permission, Principal
+from citewell.render.records import KeyObject, ListObject, TenantObject, WireModel
 
 __all__ = ["KeyObject", "TenantObject", "router"]
 
 router = APIRouter(tags=["keys"])
 
 
-class TenantObject(WireObject):
-    id: str = Field(description="'default', or 'ten_' followed by hex digits.")
-    object: Literal["tenant"] = "tenant"
-    name: str
-    created_at: int = Field(description="Unix seconds.")
-
-    @classmethod
-    def render(cls, tenant: Tenant) -> TenantObject:
-        return cls(id=tenant.id, name=tenant.name, created_at=int(tenant.created_at.timestamp()))
-
-
 class TenantCreate(WireModel):
     name: str = Field(min_length=1, max_length=200)
-
-
-class KeyObject(WireObject):
-    id: str = Field(description="'key_' followed by hex digits: safe to show and log.")
-    object: Literal["api_key"] = "api_key"
-    tenant_id: str
-    name: str
-    permissions: list[Permission] = Field(description="Sorted.")
-    bucket_ids: list[str] | None = Field(description="Null: every bucket of the tenant.")
-    acl_labels: list[str] | None = Field(description="Null: the key sees every source.")
-    created_at: int = Field(description="Unix seconds.")
-    revoked_at: int | None = Field(description="Unix seconds; null while the key is valid.")
-    secret: str | None = Field(
-        default=None, description="The token to send, in the creation response only."
-    )
-
-    @classmethod
-    def render(cls, key: ApiKey, secret: str | None = None) -> KeyObject:
-        return cls(
-            id=key.id,
-            tenant_id=key.tenant_id,
-            name=key.name,
-            permissions=sorted(key.permissions),
-            bucket_ids=None if key.bucket_ids is None else sorted(key.bucket_ids),
-            acl_labels=None if key.acl_labels is None else sorted(key.acl_labels),
-            created_at=int(key.created_at.timestamp()),
-            revoked_at=int(key.revoked_at.timestamp()) if key.revoked_at else None,
-            secret=secret,
-        )
 
 
 class KeyCreate(WireModel):

@@ -8,8 +8,9 @@ from fastapi import APIRouter, Request
 from pydantic import Field
 
 from citewell.api.answering import find_agent
-from citewell.api.deps import EngineDep, ListObject, PrincipalDep, WireObject
+from citewell.api.deps import EngineDep, PrincipalDep
 from citewell.model import Agent
+from citewell.render.records import ListObject, WireObject
 
 __all__ = ["ModelObject", "router"]
 

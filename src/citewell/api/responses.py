@@ -31,7 +31,7 @@ from citewell.api.answering import (
     render_choices,
     text_of,
 )
-from citewell.api.deps import Asking, EngineDep, WireModel
+from citewell.api.deps import Asking, EngineDep
 from citewell.api.links import access_urls
 from citewell.api.search import BoundedFilter
 from citewell.engine import Engine
@@ -40,6 +40,7 @@ from citewell.events import Question
 from citewell.model import Answer, CompoundFilter, Filter, Permission, Principal, StoredAnswer, Turn
 from citewell.render import ResponseOptions, ResponseStream, render_response
 from citewell.render.common import dumps
+from citewell.render.records import WireModel
 
 __all__ = ["ResponsesBody", "router"]
 

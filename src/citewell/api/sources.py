@@ -23,28 +23,21 @@ from urllib.parse import quote
 from fastapi import APIRouter, File, Form, Query, Response, UploadFile, status
 from pydantic import Field
 
-from citewell.api.deps import (
-    Deleting,
-    Ingesting,
-    LibraryDep,
-    ListObject,
-    PrincipalDep,
-    Searching,
-    WireModel,
-    WireObject,
-)
+from citewell.api.deps import Deleting, Ingesting, LibraryDep, PrincipalDep, Searching
 from citewell.errors import FileTooLarge, InvalidRequest, NotFound
 from citewell.library import Library
 from citewell.model import (
     IngestJob,
     IngestOutcome,
-    IngestResult,
-    JobState,
     MetadataValue,
-    Modality,
-    Page,
     Principal,
-    Source,
+)
+from citewell.render.records import (
+    IngestResponse,
+    ListObject,
+    PageObject,
+    SourceObject,
+    WireModel,
 )
 
 __all__ = ["IngestResponse", "SourceObject", "original_response", "read_upload", "router"]
@@ -54,165 +47,10 @@ router = APIRouter(tags=["sources"])
 _READ_CHUNK = 1024 * 1024
 
 
-class ProgressObject(WireModel):
-    pages_done: int = Field(description="Pages read with OCR so far.")
-    pages_total: int = Field(
-        description="Pages to read with OCR (a PDF's pages with a text layer are not counted)."
-    )
-
-
-class SourceObject(WireObject):
-    id: str = Field(description="Stable identifier of this version, 'src_' followed by hex digits.")
-    object: Literal["source"] = "source"
-    bucket_id: str
-    filename: str = Field(description="Name of the original file; versions share it.")
-    mime_type: str = Field(description="Media type of the original file.")
-    content_hash: str = Field(description="SHA-256 of the original bytes, hex.")
-    byte_size: int = Field(description="Size of the original file in bytes.")
-    version: int | None = Field(
-        description="1 for the first file of this name in the bucket; null until 'ready'."
-    )
-    supersedes: str | None = Field(description="Id of the previous version.")
-    superseded_by: str | None = Field(description="Id of the next version; null when current.")
-    status: Literal["ready", "processing", "failed"] = Field(
-        description="Life-cycle state; only 'ready' sources are searched. 'processing': being "
-        "read with OCR (see progress); 'failed': its ingest failed (see error), nothing is "
-        "stored."
-    )
-    progress: ProgressObject | None = Field(
-        default=None, description="Pages read with OCR so far; only while 'processing'."
-    )
-    error: str | None = Field(default=None, description="Why the ingest failed; only 'failed'.")
-    title: str | None
-    language: str | None = Field(description="ISO 639-1 code of the main language, if detected.")
-    modality: Modality = Field(
-        description="'text', 'multimodal' (some page has a text layer and images) or 'image' "
-        "(pages of pixels only, read with OCR); 'image' while 'processing'."
-    )
-    page_count: int | None = Field(
-        description="Number of pages; null for sources without pages, and until 'ready'."
-    )
-    char_count: int = Field(description="Length of the canonical text in code points.")
-    chunk_count: int = Field(description="Number of retrievable passages (chunks).")
-    effective_date: dt.date | None
-    acl: list[str] = Field(description="Labels of which a caller must hold one; empty: everyone.")
-    metadata: dict[str, MetadataValue]
-    created_at: int = Field(description="When this version was ingested, in Unix seconds.")
-
-    @classmethod
-    def render(cls, source: Source) -> SourceObject:
-        return cls(
-            id=source.id,
-            bucket_id=source.bucket_id,
-            filename=source.filename,
-            mime_type=source.mime_type,
-            content_hash=source.content_hash,
-            byte_size=source.byte_size,
-            version=source.version,
-            supersedes=source.supersedes,
-            superseded_by=source.superseded_by,
-            status=source.status.value,
-            title=source.title,
-            language=source.language,
-            modality=source.modality,
-            page_count=source.page_count,
-            char_count=source.char_count,
-            chunk_count=source.chunk_count,
-            effective_date=source.effective_date,
-            acl=sorted(source.acl),
-            metadata=dict(source.metadata),
-            created_at=int(source.created_at.timestamp()),
-        )
-
-    @classmethod
-    def render_job(cls, job: IngestJob) -> SourceObject:
-        """A source still being read, or whose ingest failed (a finished one is in the store)."""
-        failed = job.state is JobState.FAILED
-        return cls(
-            id=job.source_id,
-            bucket_id=job.bucket_id,
-            filename=job.filename,
-            mime_type=job.mime_type,
-            content_hash=job.content_hash,
-            byte_size=job.byte_size,
-            version=None,
-            supersedes=None,
-            superseded_by=None,
-            status="failed" if failed else "processing",
-            progress=None
-            if failed
-            else ProgressObject(pages_done=job.pages_done, pages_total=job.pages_total),
-            error=job.error,
-            title=None,
-            language=None,
-            modality=Modality.IMAGE,
-            page_count=None,
-            char_count=0,
-            chunk_count=0,
-            effective_date=job.effective_date,
-            acl=sorted(job.acl),
-            metadata=dict(job.metadata),
-            created_at=int(job.created_at.timestamp()),
-        )
-
-
-class IngestResponse(WireModel):
-    outcome: IngestOutcome | Literal["processing"] = Field(
-        description="created, new_version or unchanged; 'processing' (status 202) while the "
-        "file is read with OCR."
-    )
-    source: SourceObject = Field(
-        description="The stored version (unchanged: the one held; processing: the source it "
-        "will be, to be polled with GET /v1/sources/{id})."
-    )
-    superseded: SourceObject | None = Field(description="The version replaced, for new_version.")
-
-    @classmethod
-    def render(cls, result: IngestResult) -> IngestResponse:
-        return cls(
-            outcome=result.outcome,
-            source=SourceObject.render(result.source),
-            superseded=SourceObject.render(result.superseded) if result.superseded else None,
-        )
-
-    @classmethod
-    def render_job(cls, job: IngestJob) -> IngestResponse:
-        return cls(outcome="processing", source=SourceObject.render_job(job), superseded=None)
-
-
 class SourceDeleted(WireModel):
     id: str
     object: Literal["source.deleted"] = "source.deleted"
     deleted: Literal[True] = True
-
-
-class SpanObject(WireModel):
-    start: int = Field(description="First code point (inclusive).")
-    end: int = Field(description="Code point after the range (exclusive).")
-
-
-class PageObject(WireModel):
-    number: int = Field(description="1-based position of the page.")
-    label: str | None = Field(description="The document's own label for the page, if any.")
-    span: SpanObject = Field(description="Range of the canonical text on this page.")
-    width: float = Field(description="Width in page coordinates (PDF points; pixels for images).")
-    height: float
-    modality: Modality
-    ocr_confidence: float | None = Field(
-        description="How sure OCR was of the page's words (0-100); null for a text layer."
-    )
-
-    @classmethod
-    def render(cls, page: Page) -> PageObject:
-        return cls(
-            number=page.number,
-            label=page.label,
-            span=SpanObject(start=page.span.start, end=page.span.end),
-            width=page.width,
-            height=page.height,
-            modality=page.modality,
-            ocr_confidence=None if page.ocr_confidence is None else round(page.ocr_confidence, 1),
-        )
 
 
 class SourceText(WireModel):

@@ -37,17 +37,7 @@ from fastapi import APIRouter, Query, Request, Response
 from pydantic import Field, StringConstraints, model_validator
 
 from citewell.api.answering import Metadata, Name
-from citewell.api.deps import (
-    Deleting,
-    Ingesting,
-    LibraryDep,
-    ListObject,
-    Managing,
-    PrincipalDep,
-    Searching,
-    WireModel,
-    WireObject,
-)
+from citewell.api.deps import Deleting, Ingesting, LibraryDep, Managing, PrincipalDep, Searching
 from citewell.api.files import get_files
 from citewell.api.links import access_urls
 from citewell.api.search import BoundedFilter
@@ -65,6 +55,7 @@ from citewell.model import (
     Source,
 )
 from citewell.render.common import AccessUrl
+from citewell.render.records import ListObject, WireModel, WireObject
 from citewell.uploads import FileStore
 
 __all__ = ["router"]

@@ -38,7 +38,7 @@ def tenants() -> None:
 @data_dir_option
 def create_tenant(name: str, as_json: bool, data_dir: Path | None) -> None:
     """Create a tenant; give it a first key with `citewell keys create --tenant`."""
-    from citewell.api.keys import TenantObject
+    from citewell.render.records import TenantObject
 
     with open_library(settings_from(data_dir)) as library:
         tenant = library.keys.create_tenant(name, by=Principal.local())
@@ -53,8 +53,7 @@ def create_tenant(name: str, as_json: bool, data_dir: Path | None) -> None:
 @data_dir_option
 def list_tenants(as_json: bool, data_dir: Path | None) -> None:
     """List the tenants, the default one first."""
-    from citewell.api.deps import ListObject
-    from citewell.api.keys import TenantObject
+    from citewell.render.records import ListObject, TenantObject
 
     with open_library(settings_from(data_dir)) as library:
         found = library.keys.tenants(by=Principal.local())
@@ -100,7 +99,7 @@ def create_key(
     Without --bucket the key reaches every bucket of the tenant; without --label it sees every
     source, whatever its ACL.
     """
-    from citewell.api.keys import KeyObject
+    from citewell.render.records import KeyObject
 
     with open_library(settings_from(data_dir)) as library:
         owner = Principal(tenant_id=tenant, sees_all_labels=True)
@@ -125,8 +124,7 @@ def create_key(
 @data_dir_option
 def list_keys(tenant: str, as_json: bool, data_dir: Path | None) -> None:
     """List a tenant's keys (never their secrets), revoked ones too."""
-    from citewell.api.deps import ListObject
-    from citewell.api.keys import KeyObject
+    from citewell.render.records import KeyObject, ListObject
 
     with open_library(settings_from(data_dir)) as library:
         found = library.keys.keys(tenant, by=Principal.local())

@@ -34,8 +34,7 @@ def buckets() -> None:
 @data_dir_option
 def list_buckets(as_json: bool, data_dir: Path | None) -> None:
     """List the buckets."""
-    from citewell.api.buckets import BucketObject
-    from citewell.api.deps import ListObject
+    from citewell.render.records import BucketObject, ListObject
 
     with open_library(settings_from(data_dir)) as library:
         found = library.list_buckets()

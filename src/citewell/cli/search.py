@@ -19,7 +19,7 @@ from citewell.model import (
 )
 
 if TYPE_CHECKING:
-    from citewell.api.search import SearchResults
+    from citewell.render.records import SearchResults
 
 from citewell.cli.common import (
     RequestFailed,
@@ -61,7 +61,7 @@ def search(
     data_dir: Path | None,
 ) -> None:
     """Search buckets: ranked passages with their best sentence and where it is."""
-    from citewell.api.search import render_results
+    from citewell.render.records import render_results
 
     try:
         request = SearchRequest.model_validate(

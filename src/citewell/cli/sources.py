@@ -92,7 +92,7 @@ def ingest(
     for path, reason in failures:
         report(path, {"outcome": "failed", "error": reason}, f"{path}: failed: {reason}")
     with open_library(settings_from(data_dir)) as library:
-        from citewell.api.sources import IngestResponse
+        from citewell.render.records import IngestResponse
 
         try:
             target = library.get_bucket(bucket)
@@ -196,8 +196,7 @@ def list_sources(
     bucket: str, include_superseded: bool, as_json: bool, data_dir: Path | None
 ) -> None:
     """List the sources of a bucket: id, version, file name, media type."""
-    from citewell.api.deps import ListObject
-    from citewell.api.sources import SourceObject
+    from citewell.render.records import ListObject, SourceObject
 
     with open_library(settings_from(data_dir)) as library:
         found = library.list_sources(bucket, include_superseded=include_superseded)
