@@ -320,6 +320,36 @@ def test_a_citation_into_a_pdf_carries_the_page_its_sentence_is_printed_on(
         assert citation.page_label == pages[page - 1].label
 
 
+def test_an_answer_crosses_the_store_once_for_each_bucket_and_each_sources_pages(
+    settings: Settings, documents: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    words = "LaTeX gained popularity"
+
+    def script(evidence: Evidence) -> list[Draft]:
+        sentence = next(s for s in evidence.sentences if words in s.text)
+        return [CitedSentence(sentence.text, (sentence.number,))]
+
+    with Library.open(settings) as library:
+        library.create_bucket("essays")
+        pdf = documents / "pdf_text" / "multi_page.pdf"
+        library.ingest(pdf.read_bytes(), filename="multi_page.pdf", bucket="essays")
+        store = type(library.store)
+        calls: list[str] = []
+        for method in ("get_bucket", "source_pages"):
+            read = getattr(store, method)
+            monkeypatch.setattr(
+                store,
+                method,
+                lambda self, *args, _read=read, _name=method, **kwargs: (
+                    calls.append(_name) or _read(self, *args, **kwargs)
+                ),
+            )
+        _, answer = run(engine_with(library, script), Question(words, bucket_ids=("essays",)))
+    (citation,) = answer.citations
+    assert citation.page_number == 3  # placed on its page, from the pages the search read
+    assert sorted(calls) == ["get_bucket", "source_pages"]
+
+
 def test_chinese_free_text_settles_into_one_claim_per_sentence(settings: Settings) -> None:
     policy = "退款在申请后三十天内支付。每次退款都需要收据。商店早上九点开门。"
 

@@ -34,6 +34,7 @@ from citewell.library import LOCAL, Library
 from citewell.model import (
     Agent,
     Answer,
+    Bucket,
     CompoundFilter,
     Filter,
     Passage,
@@ -245,7 +246,8 @@ class Engine:
                 instructions=question.instructions,
             )
         )
-        attribution = Attribution(evidence, agent, self._verifier(agent), self._pages(question))
+        pages = self._pages(question, passages)
+        attribution = Attribution(evidence, agent, self._verifier(agent), pages)
         writer = AnswerWriter(evidence, agent, attribution)
         # Nothing to answer from: no generator is asked, so none can guess from memory.
         drafts = generator.generate(evidence, agent=agent) if evidence.sentences else _declined()
@@ -281,12 +283,12 @@ class Engine:
         limit = question.max_passages or agent.max_passages
         request = SearchRequest(
             query=question.text[:4000],
-            bucket_ids=buckets,
+            bucket_ids=tuple(b.id for b in buckets),
             filters=_both(agent.filters, question.filters),
             max_results=min(100, 2 * limit),  # copies are dropped below
         )
         found = await anyio.to_thread.run_sync(
-            lambda: self.library.search(request, principal=principal)
+            lambda: self.library.search_buckets(request, buckets, principal=principal)
         )
         return distinct_passages(found, limit)
 
@@ -299,9 +301,10 @@ class Engine:
         # Made for each answer: a judge holds its settings and nothing else (no connection).
         return ChatJudge(self.library.settings, agent.model, fallback=self.verifier)
 
-    def _pages(self, question: Question) -> PageCache:
+    def _pages(self, question: Question, passages: Sequence[Passage]) -> PageCache:
         given = question.given.pages if question.given is not None else {}
-        return PageCache(self.library.store, dict(given))
+        retrieved = {p.source.id: p.pages for p in passages if p.pages}
+        return PageCache(self.library.store, dict(given), retrieved)
 
 
 _AGENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -309,17 +312,18 @@ _AGENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 def _buckets(
     question: Question, agent: Agent, principal: Principal, library: Library
-) -> tuple[str, ...]:
-    """The buckets to search: the request's, else the agent's, else every visible one."""
+) -> tuple[Bucket, ...]:
+    """The buckets to search, each looked up once: the request's, else the agent's, else every
+    visible one."""
     if question.bucket_ids is not None:
-        requested = [library.get_bucket(b, principal=principal).id for b in question.bucket_ids]
+        requested = [library.get_bucket(b, principal=principal) for b in question.bucket_ids]
         if agent.bucket_ids:
             allowed = {library.get_bucket(b, principal=principal).id for b in agent.bucket_ids}
-            requested = [b for b in requested if b in allowed]
+            requested = [b for b in requested if b.id in allowed]
         return tuple(requested)
     if agent.bucket_ids:
-        return tuple(library.get_bucket(b, principal=principal).id for b in agent.bucket_ids)
-    return tuple(b.id for b in library.list_buckets(principal=principal))
+        return tuple(library.get_bucket(b, principal=principal) for b in agent.bucket_ids)
+    return tuple(library.list_buckets(principal=principal))
 
 
 async def _declined() -> AsyncIterator[Draft]:

@@ -446,6 +446,12 @@ class Passage(_Model):
     )
     page_number: int | None = Field(default=None, description="First page of the chunk.")
     page_label: str | None = Field(default=None, description="Label of that page.")
+    pages: tuple[Page, ...] = Field(
+        default=(),
+        exclude=True,
+        description="The source's pages, read with the passage so that an answer citing it "
+        "reads them no more; never sent.",
+    )
 
 
 class Agent(_Model):

@@ -2,8 +2,8 @@
 
 Attribution places each cited range on its pages and boxes (``regions.PageBoxes``); one answer
 cites the same few sources again and again, so their pages, character boxes and OCR
-confidences are read from the store once, when first needed. Sources that came with the
-request have pages but no boxes.
+confidences are read from the store once, when first needed, and pages the search read with
+its passages are not read again. Sources that came with the request have pages but no boxes.
 """
 
 from __future__ import annotations
@@ -31,9 +31,16 @@ class PageCache:
     """Pages of cited sources and their characters' boxes and OCR confidences, read once per
     answer (given sources' pages come with them, without either)."""
 
-    def __init__(self, stored: StoredPages, given: dict[str, tuple[Page, ...]]) -> None:
+    def __init__(
+        self,
+        stored: StoredPages,
+        given: dict[str, tuple[Page, ...]],
+        retrieved: dict[str, tuple[Page, ...]] | None = None,
+    ) -> None:
+        """``given``: the pages of sources that came with the request; ``retrieved``: those the
+        search read already, with its passages."""
         self._stored = stored
-        self._pages = given
+        self._pages = {**(retrieved or {}), **given}
         self._given = frozenset(given)
         self._boxes: dict[tuple[str, int], CharBoxes] = {}
         self._confidences: dict[tuple[str, int], CharConfidences] = {}

@@ -425,12 +425,19 @@ class Library:
     # search ----------------------------------------------------------------------------------
     def search(self, request: SearchRequest, *, principal: Principal = LOCAL) -> list[Passage]:
         """Ranked passages for a query, without generation."""
-        bucket_ids = [self.get_bucket(b, principal=principal).id for b in request.bucket_ids]
+        buckets = [self.get_bucket(b, principal=principal) for b in request.bucket_ids]
+        return self.search_buckets(request, buckets, principal=principal)
+
+    def search_buckets(
+        self, request: SearchRequest, buckets: Sequence[Bucket], *, principal: Principal = LOCAL
+    ) -> list[Passage]:
+        """``search`` within buckets already looked up for ``principal`` (``get_bucket``,
+        ``list_buckets``), instead of ``request.bucket_ids``."""
         return search(
             self.store,
             self.embedder,
             request,
-            bucket_ids=bucket_ids,
+            bucket_ids=[b.id for b in buckets],
             principal=principal,
             settings=self.settings.retrieve,
         )

@@ -138,6 +138,7 @@ def _passage(
     return Passage(
         chunk=chunk,
         source=source,
+        pages=tuple(pages),
         scores=scores,
         sentences=tuple(matches),
         page_number=first_page.number if first_page else None,
