@@ -26,7 +26,7 @@ from pydantic import SecretStr
 
 from citewell.errors import NotFound, PermissionDenied, Unauthenticated
 from citewell.model import ApiKey, Permission, Principal, Tenant
-from citewell.store.base import Store
+from citewell.store.base import AccessStore
 
 __all__ = ["ADMIN_KEY_ID", "KeyRing", "may_administer"]
 
@@ -52,7 +52,7 @@ def may_administer(principal: Principal) -> bool:
 
 
 class KeyRing:
-    def __init__(self, store: Store, *, admin_key: SecretStr | None) -> None:
+    def __init__(self, store: AccessStore, *, admin_key: SecretStr | None) -> None:
         self._store = store
         self._admin_key = admin_key.get_secret_value() if admin_key else None
 

@@ -19,13 +19,13 @@ from citewell.model import (
     Source,
 )
 from citewell.retrieve.sentences import rank_sentences
-from citewell.store.base import ChunkHit, FusedHit, Fusion, Scope, Store
+from citewell.store.base import ChunkHit, FusedHit, Fusion, Scope, SourceStore
 
 __all__ = ["fusion_for", "search"]
 
 
 def search(
-    store: Store,
+    store: SourceStore,
     embedder: Embedder,
     request: SearchRequest,
     *,
@@ -45,7 +45,7 @@ def search(
 
 
 def _ranked_hits(
-    store: Store,
+    store: SourceStore,
     embedder: Embedder,
     request: SearchRequest,
     scope: Scope,
@@ -91,7 +91,7 @@ def _single_list(hits: Sequence[ChunkHit], *, lexical: bool) -> list[FusedHit]:
 
 
 def _passages(
-    store: Store, query: str, hits: Sequence[FusedHit], sentences_per_passage: int
+    store: SourceStore, query: str, hits: Sequence[FusedHit], sentences_per_passage: int
 ) -> list[Passage]:
     chunks = store.get_chunks([hit.chunk_id for hit in hits])
     sources = store.get_sources({chunk.source_id for chunk in chunks.values()})

@@ -39,11 +39,15 @@ from citewell.model import (
 )
 
 __all__ = [
+    "AccessStore",
+    "AnswerStore",
     "ChunkHit",
     "FusedHit",
     "Fusion",
+    "JobStore",
     "Scope",
     "SourceDraft",
+    "SourceStore",
     "Store",
     "StoredTrace",
     "Vectors",
@@ -169,8 +173,8 @@ class Fusion:
     """Hits taken from each retriever before fusion."""
 
 
-class Store(Protocol):
-    """Durable storage of buckets and sources, with lexical, dense and hybrid search.
+class SourceStore(Protocol):
+    """Buckets and sources, with their text, pages, chunks and vectors, and search over them.
 
     Writes are atomic per source: after a crash at any point, a source is either fully stored
     and searchable or absent. Methods raise ``NotFound`` for unknown ids and ``StoreError`` when
@@ -259,10 +263,12 @@ class Store(Protocol):
         self, query: str, vector: Vectors, scope: Scope, *, limit: int, fusion: Fusion
     ) -> list[FusedHit]: ...
 
-    # ingest jobs ---------------------------------------------------------------------------
-    # Background ingests (``Library.submit``). A lease is held by an ``owner`` (one
-    # process) until it runs out; claims are exclusive, and writes by an owner whose lease was
-    # taken over are ignored.
+
+class JobStore(Protocol):
+    """Background ingests (``Library.submit``, ``citewell.jobs``). A lease is held by an
+    ``owner`` (one process) until it runs out; claims are exclusive, and writes by an owner
+    whose lease was taken over are ignored."""
+
     def add_job(self, job: IngestJob, content: bytes, *, owner: str, lease_seconds: float) -> None:
         """Keep a new job, running and leased to ``owner``, after the file's bytes."""
         ...
@@ -326,6 +332,10 @@ class Store(Protocol):
         ``job_progress``, and stores nothing). ``NotFound`` for none."""
         ...
 
+
+class AnswerStore(Protocol):
+    """Answers kept to be read again by id, and the traces of how answers were made."""
+
     # answers -------------------------------------------------------------------------------
     def put_answer(self, stored: StoredAnswer) -> None:
         """Keep an answer under its id, until a source it holds text of is deleted: one it
@@ -346,6 +356,10 @@ class Store(Protocol):
     def list_traces(self) -> list[StoredTrace]:
         """The traces kept, oldest first."""
         ...
+
+
+class AccessStore(Protocol):
+    """Who may ask: tenants, their API keys, and their agents."""
 
     # tenants and keys ------------------------------------------------------------------------
     def create_tenant(self, name: str) -> Tenant: ...
@@ -386,5 +400,9 @@ class Store(Protocol):
     def delete_agent(self, name: str, *, tenant_id: str) -> None:
         """``NotFound`` for a name the tenant has no agent of."""
         ...
+
+
+class Store(SourceStore, JobStore, AnswerStore, AccessStore, Protocol):
+    """A store holds all four roles in one database; each user is typed by the role it needs."""
 
     def close(self) -> None: ...
