@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
@@ -296,6 +297,26 @@ def test_the_buckets_of_a_question_narrow_the_search(library: Library) -> None:
     assert events[0] == Retrieved((), "refunds")  # the library's other buckets hold refunds
 
 
+@contextmanager
+def essays(settings: Settings, documents: Path) -> Iterator[Library]:
+    """A library whose bucket "essays" holds a five-page text PDF."""
+    with Library.open(settings) as library:
+        library.create_bucket("essays")
+        pdf = documents / "pdf_text" / "multi_page.pdf"
+        library.ingest(pdf.read_bytes(), filename="multi_page.pdf", bucket="essays")
+        yield library
+
+
+def quoting(words: str) -> Callable[[Evidence], Sequence[Draft]]:
+    """A script that quotes the evidence sentence holding ``words``, citing it."""
+
+    def script(evidence: Evidence) -> list[Draft]:
+        sentence = next(s for s in evidence.sentences if words in s.text)
+        return [CitedSentence(sentence.text, (sentence.number,))]
+
+    return script
+
+
 @pytest.mark.parametrize(
     ("words", "page"),
     [("Apple’s MacWrite", 2), ("LaTeX gained popularity", 3), ("from clunky typewriters to AI", 5)],
@@ -303,15 +324,8 @@ def test_the_buckets_of_a_question_narrow_the_search(library: Library) -> None:
 def test_a_citation_into_a_pdf_carries_the_page_its_sentence_is_printed_on(
     settings: Settings, documents: Path, words: str, page: int
 ) -> None:
-    def script(evidence: Evidence) -> list[Draft]:
-        sentence = next(s for s in evidence.sentences if words in s.text)
-        return [CitedSentence(sentence.text, (sentence.number,))]
-
-    with Library.open(settings) as library:
-        library.create_bucket("essays")
-        pdf = documents / "pdf_text" / "multi_page.pdf"
-        library.ingest(pdf.read_bytes(), filename="multi_page.pdf", bucket="essays")
-        _, answer = run(engine_with(library, script), words)
+    with essays(settings, documents) as library:
+        _, answer = run(engine_with(library, quoting(words)), words)
         (citation,) = answer.citations
         assert words in citation.cited_text
         assert citation.page_number == page
@@ -324,15 +338,7 @@ def test_an_answer_crosses_the_store_once_for_each_bucket_and_each_sources_pages
     settings: Settings, documents: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     words = "LaTeX gained popularity"
-
-    def script(evidence: Evidence) -> list[Draft]:
-        sentence = next(s for s in evidence.sentences if words in s.text)
-        return [CitedSentence(sentence.text, (sentence.number,))]
-
-    with Library.open(settings) as library:
-        library.create_bucket("essays")
-        pdf = documents / "pdf_text" / "multi_page.pdf"
-        library.ingest(pdf.read_bytes(), filename="multi_page.pdf", bucket="essays")
+    with essays(settings, documents) as library:
         store = type(library.store)
         calls: list[str] = []
         for method in ("get_bucket", "source_pages"):
@@ -344,7 +350,8 @@ def test_an_answer_crosses_the_store_once_for_each_bucket_and_each_sources_pages
                     calls.append(_name) or _read(self, *args, **kwargs)
                 ),
             )
-        _, answer = run(engine_with(library, script), Question(words, bucket_ids=("essays",)))
+        asked = Question(words, bucket_ids=("essays",))
+        _, answer = run(engine_with(library, quoting(words)), asked)
     (citation,) = answer.citations
     assert citation.page_number == 3  # placed on its page, from the pages the search read
     assert sorted(calls) == ["get_bucket", "source_pages"]

@@ -75,23 +75,16 @@ def list_agents(tenant: str, as_json: bool, data_dir: Path | None) -> None:
 @tenant_option
 @json_option
 @data_dir_option
-def create_agent(
-    name: str,
-    buckets: tuple[str, ...],
-    fields: tuple[str, ...],
-    tenant: str,
-    as_json: bool,
-    data_dir: Path | None,
-) -> None:
+def create_agent(name: str, data_dir: Path | None, **options: Any) -> None:
     """Create an agent of the tenant; the fields not given take their defaults."""
-    spec = {**_changes(buckets, fields), "name": name}
+    spec = {**_changes(options["buckets"], options["fields"]), "name": name}
     try:
         agent = Agent.model_validate(spec)
     except ValidationError as exc:
         raise RequestFailed(_first_error(exc)) from None
     with open_engine(settings_from(data_dir)) as engine:
-        kept = engine.create_agent(agent, principal=Principal(tenant_id=tenant))
-    _show(kept, as_json)
+        kept = engine.create_agent(agent, principal=Principal(tenant_id=options["tenant"]))
+    _show(kept, options["as_json"])
 
 
 @agents.command("update")
@@ -100,20 +93,12 @@ def create_agent(
 @tenant_option
 @json_option
 @data_dir_option
-def update_agent(
-    name: str,
-    buckets: tuple[str, ...],
-    fields: tuple[str, ...],
-    tenant: str,
-    as_json: bool,
-    data_dir: Path | None,
-) -> None:
+def update_agent(name: str, data_dir: Path | None, **options: Any) -> None:
     """Change the fields given of the tenant's agent; the others are kept."""
+    changes = _changes(options["buckets"], options["fields"])
     with open_engine(settings_from(data_dir)) as engine:
-        kept = engine.update_agent(
-            name, _changes(buckets, fields), principal=Principal(tenant_id=tenant)
-        )
-    _show(kept, as_json)
+        kept = engine.update_agent(name, changes, principal=Principal(tenant_id=options["tenant"]))
+    _show(kept, options["as_json"])
 
 
 @agents.command("delete")
