@@ -3,18 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
-
-from citewell.model import (
-    Permission,
-    Principal,
-    Tenant,
-)
-
-if TYPE_CHECKING:
-    pass
 
 from citewell.cli.common import (
     data_dir_option,
@@ -24,9 +14,13 @@ from citewell.cli.common import (
     open_library,
     settings_from,
 )
+from citewell.model import (
+    Permission,
+    Principal,
+    Tenant,
+)
 
 
-# tenants and keys ----------------------------------------------------------------------------
 @main.group()
 def tenants() -> None:
     """Create and list tenants (workspaces): the operator's commands."""

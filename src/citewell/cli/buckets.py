@@ -5,12 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO
 
 import click
-
-if TYPE_CHECKING:
-    pass
 
 from citewell.cli.common import (
     RequestFailed,
@@ -23,7 +20,6 @@ from citewell.cli.common import (
 )
 
 
-# buckets -------------------------------------------------------------------------------------
 @main.group()
 def buckets() -> None:
     """Create, list, rename and delete buckets."""
@@ -82,7 +78,6 @@ def delete_bucket(bucket: str, data_dir: Path | None) -> None:
     click.echo(f"deleted {bucket_id}")
 
 
-# export and import ---------------------------------------------------------------------------
 @main.command()
 @click.argument("bucket")
 @click.option(

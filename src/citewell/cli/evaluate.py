@@ -6,21 +6,16 @@ import datetime as dt
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 import citewell
-from citewell.evaluate.loaders import LOADERS
-from citewell.progress import Progress
-
-if TYPE_CHECKING:
-    pass
-
 from citewell.cli.common import (
     RequestFailed,
     main,
 )
+from citewell.evaluate.loaders import LOADERS
+from citewell.progress import Progress
 
 
 @main.command("eval")

@@ -4,23 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
-
-from citewell.read.training.config import TrainConfig
-
-if TYPE_CHECKING:
-    pass
 
 from citewell.cli.common import (
     main,
     reported,
     settings_from,
 )
+from citewell.read.training.config import TrainConfig
 
 
-# models --------------------------------------------------------------------------------------
 @main.group()
 def models() -> None:
     """The models citewell builds from packaged weights."""
@@ -50,7 +44,6 @@ def build_models(cache_dir: Path | None) -> None:
         click.echo(f"{reader.name}: {path} ({path.stat().st_size / 1e6:.1f} MB)")
 
 
-# reader --------------------------------------------------------------------------------------
 @main.group()
 def reader() -> None:
     """citewell's own reader: which sentences answer, which spans support a claim."""

@@ -32,7 +32,6 @@ from citewell.cli.common import (
 )
 
 
-# search --------------------------------------------------------------------------------------
 @main.command()
 @click.argument("query")
 @click.option(

@@ -6,18 +6,9 @@ from __future__ import annotations
 import ipaddress
 import socket
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 import uvicorn
-
-from citewell.generate import GENERATORS
-from citewell.model import (
-    Agent,
-)
-
-if TYPE_CHECKING:
-    pass
 
 from citewell.cli.common import (
     SetupFailed,
@@ -27,9 +18,12 @@ from citewell.cli.common import (
     reported,
     settings_from,
 )
+from citewell.generate import GENERATORS
+from citewell.model import (
+    Agent,
+)
 
 
-# serve ---------------------------------------------------------------------------------------
 @main.command()
 @click.option("--host", help="Interface to bind. [default: 127.0.0.1, or CITEWELL_SERVER__HOST]")
 @click.option(
@@ -102,7 +96,6 @@ class _AnnouncingServer(uvicorn.Server):
             click.echo(f"open {url}/ in a browser to ask, read and check the sources")
 
 
-# migrate -------------------------------------------------------------------------------------
 @main.command()
 @click.option(
     "--to",

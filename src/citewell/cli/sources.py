@@ -8,19 +8,10 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 from tqdm import tqdm
-
-from citewell.errors import CitewellError, NotFound
-from citewell.model import (
-    MetadataValue,
-)
-from citewell.progress import Progress
-
-if TYPE_CHECKING:
-    pass
 
 from citewell.cli.common import (
     EXIT_FAILED,
@@ -31,9 +22,13 @@ from citewell.cli.common import (
     open_library,
     settings_from,
 )
+from citewell.errors import CitewellError, NotFound
+from citewell.model import (
+    MetadataValue,
+)
+from citewell.progress import Progress
 
 
-# ingest --------------------------------------------------------------------------------------
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--bucket", required=True, help="Slug or id of the bucket to ingest into.")
@@ -181,7 +176,6 @@ def _attribute(item: str) -> tuple[str, MetadataValue]:
     return key, value if isinstance(value, int | float | bool) else raw
 
 
-# sources -------------------------------------------------------------------------------------
 @main.group()
 def sources() -> None:
     """List and delete the sources of a bucket."""
