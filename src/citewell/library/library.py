@@ -15,9 +15,7 @@ from typing import IO
 import numpy as np
 
 from citewell.access import KeyRing
-from citewell.bucket_archive import (
-    Manifest,
-)
+from citewell.bucket_archive import Manifest
 from citewell.cite.regions import regions
 from citewell.config import Settings
 from citewell.documents import (
