@@ -240,7 +240,7 @@ class Library:
         draft = self._draft(
             data, digest, target, filename, media_type, effective_date, acl, attributes, progress
         )
-        draft = replace(draft, id=source_id, writer=principal)
+        draft = replace(draft, id=source_id or draft.id, writer=principal)
         try:
             source = self.store.add_source(draft)
         except Conflict:

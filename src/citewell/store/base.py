@@ -62,6 +62,15 @@ Vectors = npt.NDArray[np.float32]
 """Unit-length embeddings, shape (n, dim)."""
 
 
+def new_id(prefix: str) -> str:
+    """A new random id: ``prefix``, an underscore and 24 hex digits."""
+    return f"{prefix}_{secrets.token_hex(12)}"
+
+
+def new_source_id() -> str:
+    return new_id("src")
+
+
 @dataclass(frozen=True, slots=True)
 class SourceDraft:
     """Everything stored for one new source version, written in one atomic step."""
@@ -88,20 +97,11 @@ class SourceDraft:
     effective_date: dt.date | None = None
     acl: frozenset[str] = frozenset()
     metadata: dict[str, MetadataValue] = field(default_factory=dict)
-    id: str | None = None
-    """The id the source gets (``new_source_id``), when it was promised before it is stored
-    (a background ingest); None: a new one."""
+    id: str = field(default_factory=new_source_id)
+    """The id the source gets: a new one, or the one promised before it is stored (a background
+    ingest)."""
     writer: Principal = field(default_factory=Principal.local)
     """Who stores it: it supersedes only a version of its filename that the writer sees."""
-
-
-def new_id(prefix: str) -> str:
-    """A new random id: ``prefix``, an underscore and 24 hex digits."""
-    return f"{prefix}_{secrets.token_hex(12)}"
-
-
-def new_source_id() -> str:
-    return new_id("src")
 
 
 def chunk_id(source_id: str, index: int) -> str:

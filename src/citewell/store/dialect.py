@@ -47,15 +47,16 @@ class Clause:
 class Dialect(ABC):
     """How one database runs the statements of ``store/sql.py``.
 
-    Values pass as they are, for a driver that turns Python's types into the database's
-    (psycopg); a database that keeps them otherwise (SQLite: as text) says how.
+    By default the statements run as written (``?`` placeholders, no row locks, text ordered as
+    it is) and values pass as they are, for a driver that turns Python's types into the
+    database's (psycopg); a database that differs says how.
     """
 
-    mark: LiteralString
+    mark: LiteralString = "?"
     """The placeholder its driver takes for ``?``."""
-    binary: LiteralString
+    binary: LiteralString = ""
     """Appended to a text column in ORDER BY: order by code point, as SQLite always does."""
-    locks_rows: bool
+    locks_rows: bool = False
     """Whether a transaction locks the rows it reads to write (PostgreSQL), or the whole
     database is written by one transaction at a time anyway (SQLite's BEGIN IMMEDIATE)."""
     each: LiteralString

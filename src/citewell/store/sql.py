@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, LiteralString, TypeVar
 
-from citewell.errors import Conflict, NotFound
+from citewell.errors import Conflict, NotFound, StoreError
 from citewell.model import (
     Agent,
     Answer,
@@ -53,11 +53,10 @@ from citewell.store.objects.blobs import BlobStore
 __all__ = [
     "CHUNK_COLUMNS",
     "CHUNK_ROW_COLUMNS",
-    "SOURCE_ROW_COLUMNS",
-    "SOURCE_ROW_MARKS",
     "SqlStore",
     "chunk_rows",
     "page_rows",
+    "store_errors",
 ]
 
 C = TypeVar("C", bound=Connection)
@@ -276,10 +275,23 @@ class SqlStore(ABC, Generic[C]):
             language=row["language"],
         )
 
-    def _new_source_row(self, conn: C, source_id: str, draft: SourceDraft) -> tuple[Any, ...]:
-        """The values of ``SOURCE_ROW_COLUMNS`` for a new source (version 0 until
-        ``_link_version``). Raises ``NotFound`` for no such bucket, ``Conflict`` when the bucket
-        holds these bytes under the same labels."""
+    def _insert_source(
+        self, conn: C, source_id: str, draft: SourceDraft, *own: tuple[LiteralString, Any]
+    ) -> int:
+        """Insert a new source's row (version 0 until ``_link_version``), with the store's
+        ``own`` columns and their values, and return its key. Raises ``NotFound`` for no such
+        bucket, ``Conflict`` when the bucket holds these bytes under the same labels."""
+        values = (*self._source_row(conn, source_id, draft), *(value for _, value in own))
+        columns = ", ".join([_SOURCE_ROW_COLUMNS, *(name for name, _ in own)])
+        marks = ", ".join("?" * len(values))
+        query = f"INSERT INTO sources ({columns}) VALUES ({marks}) RETURNING key"
+        row = self._run(conn, query, values).fetchone()
+        assert row is not None
+        key: int = row["key"]
+        return key
+
+    def _source_row(self, conn: C, source_id: str, draft: SourceDraft) -> tuple[Any, ...]:
+        """The values of ``_SOURCE_ROW_COLUMNS`` for a new source."""
         bucket = self._run(conn, "SELECT key FROM buckets WHERE id = ?", (draft.bucket_id,))
         found = bucket.fetchone()
         if found is None:
@@ -895,13 +907,12 @@ class SqlStore(ABC, Generic[C]):
 
 _KEY_COLUMNS = "id, tenant_id, name, permissions, bucket_ids, acl_labels, created_at, revoked_at"
 
-SOURCE_ROW_COLUMNS: LiteralString = (
+_SOURCE_ROW_COLUMNS: LiteralString = (
     "id, bucket_key, filename, mime_type, content_hash, byte_size, version, title, language,"
     " modality, page_count, char_count, chunk_count, effective_date, acl, metadata, created_at,"
     " text"
 )
-"""The columns of ``SqlStore._new_source_row``, in order."""
-SOURCE_ROW_MARKS: LiteralString = "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?"
+"""The columns of ``SqlStore._source_row``, in order."""
 CHUNK_ROW_COLUMNS: LiteralString = (
     "id, source_key, idx, start_offset, end_offset, heading_path, page_numbers, sentences,"
     " language, vector_key"
@@ -934,6 +945,20 @@ _HELD = (
     " WHERE content_hash = ? AND state IN ('queued', 'running') LIMIT 1"
 )
 """Whether a source, or a job under way, holds an original (which is then kept)."""
+
+
+@contextmanager
+def store_errors(
+    database: str, conflict: type[Exception], failure: type[Exception]
+) -> Iterator[None]:
+    """Where a database driver's exceptions become citewell's: ``conflict`` (an integrity
+    error) a ``Conflict``, any other ``failure`` a ``StoreError``."""
+    try:
+        yield
+    except conflict as exc:
+        raise Conflict(f"the store refused a conflicting write: {exc}") from exc
+    except failure as exc:
+        raise StoreError(f"the {database} store failed: {exc}") from exc
 
 
 def page_rows(source_key: int, draft: SourceDraft) -> Iterator[tuple[Any, ...]]:

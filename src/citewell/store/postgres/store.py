@@ -24,48 +24,23 @@ from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
-from citewell.errors import Conflict, StoreError
-from citewell.model import (
-    ScoreBreakdown,
-    Source,
-)
-from citewell.store.base import (
-    ChunkHit,
-    FusedHit,
-    Fusion,
-    Scope,
-    SourceDraft,
-    Vectors,
-    new_source_id,
-)
+from citewell.model import ScoreBreakdown, Source
+from citewell.store.base import ChunkHit, FusedHit, Fusion, Scope, SourceDraft, Vectors
 from citewell.store.dialect import Clause, Dialect
 from citewell.store.objects import FolderObjects
 from citewell.store.objects.blobs import BlobStore
 from citewell.store.postgres.schema import migrate, schema_lock
 from citewell.store.postgres.search import ChunkTerms, Search, chunk_terms, count_terms
-from citewell.store.sql import (
-    CHUNK_ROW_COLUMNS,
-    SOURCE_ROW_COLUMNS,
-    SOURCE_ROW_MARKS,
-    SqlStore,
-    chunk_rows,
-    page_rows,
-)
+from citewell.store.sql import CHUNK_ROW_COLUMNS, SqlStore, chunk_rows, page_rows, store_errors
 
 __all__ = ["PostgresStore"]
 
 Connection = psycopg.Connection[DictRow]
 
 
-@contextmanager
-def _store_errors() -> Iterator[None]:
-    """The one place where psycopg's exceptions become citewell's."""
-    try:
-        yield
-    except psycopg.errors.IntegrityError as exc:
-        raise Conflict(f"the store refused a conflicting write: {exc}") from exc
-    except psycopg.Error as exc:  # the pool's PoolTimeout is one too
-        raise StoreError(f"the PostgreSQL store failed: {exc}") from exc
+def _store_errors() -> AbstractContextManager[None]:
+    # psycopg.Error includes the pool's PoolTimeout.
+    return store_errors("PostgreSQL", psycopg.errors.IntegrityError, psycopg.Error)
 
 
 class _PostgresDialect(Dialect):
@@ -242,7 +217,7 @@ class PostgresStore(SqlStore[Connection]):
             raise ValueError("one vector and one vector key per chunk are required")
         # The original first, so that a committed source always has it.
         self.blobs.put(draft.content, draft.content_hash)
-        source_id = draft.id or new_source_id()
+        source_id = draft.id
         try:
             with self.transaction() as conn:
                 self._insert(conn, source_id, draft)
@@ -255,14 +230,7 @@ class PostgresStore(SqlStore[Connection]):
         return self.get_source(source_id)
 
     def _insert(self, conn: Connection, source_id: str, draft: SourceDraft) -> None:
-        values = self._new_source_row(conn, source_id, draft)
-        row = self._run(
-            conn,
-            f"INSERT INTO sources ({SOURCE_ROW_COLUMNS}) VALUES ({SOURCE_ROW_MARKS}) RETURNING key",
-            values,
-        ).fetchone()
-        assert row is not None
-        source_key = row["key"]
+        source_key = self._insert_source(conn, source_id, draft)
         with conn.cursor() as cursor:
             # COPY: the fastest way in for many rows, pgvector's advice for bulk loads.
             with cursor.copy(
@@ -286,7 +254,7 @@ class PostgresStore(SqlStore[Connection]):
         # Two writers of one filename take turns here, so versions never fork.
         conn.execute(
             "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-            (f"{values[1]}/{draft.filename}",),
+            (f"{draft.bucket_id}/{draft.filename}",),
         )
         self._link_version(conn, source_key, draft)
         # Last, as these rows are shared by every write: their locks are held the shortest.

@@ -17,42 +17,22 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from citewell.errors import Conflict, StoreError
-from citewell.model import (
-    Source,
-    SourceStatus,
-)
+from citewell.model import Source, SourceStatus
 from citewell.scalar_text import loads_scalar
-from citewell.store.base import (
-    ChunkHit,
-    FusedHit,
-    Fusion,
-    Scope,
-    SourceDraft,
-    Vectors,
-    chunk_id,
-    new_source_id,
-)
+from citewell.store.base import ChunkHit, FusedHit, Fusion, Scope, SourceDraft, Vectors, chunk_id
 from citewell.store.dialect import Clause, Dialect
 from citewell.store.filters import SqlParam, compile_filter
 from citewell.store.fusion import fuse
 from citewell.store.objects import FolderObjects
 from citewell.store.objects.blobs import BlobStore
-from citewell.store.sql import (
-    CHUNK_ROW_COLUMNS,
-    SOURCE_ROW_COLUMNS,
-    SOURCE_ROW_MARKS,
-    SqlStore,
-    chunk_rows,
-    page_rows,
-)
+from citewell.store.sql import CHUNK_ROW_COLUMNS, SqlStore, chunk_rows, page_rows, store_errors
 from citewell.store.sqlite.lexical import LexicalDoc, LexicalIndex
 from citewell.store.sqlite.schema import migrate
 from citewell.store.sqlite.vectors import VectorIndex
@@ -68,24 +48,14 @@ _UTC_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 """Fixed-width UTC timestamps, so that text order is time order."""
 
 
-@contextmanager
-def _store_errors() -> Iterator[None]:
-    """The one place where sqlite3's exceptions become citewell's."""
-    try:
-        yield
-    except sqlite3.IntegrityError as exc:
-        raise Conflict(f"the store refused a conflicting write: {exc}") from exc
-    except sqlite3.Error as exc:
-        raise StoreError(f"the SQLite store failed: {exc}") from exc
+def _store_errors() -> AbstractContextManager[None]:
+    return store_errors("SQLite", sqlite3.IntegrityError, sqlite3.Error)
 
 
 class _SQLiteDialect(Dialect):
     """SQLite keeps times as ISO 8601 text (those it orders by as fixed-width UTC), labels as
     JSON, and one transaction writes at a time."""
 
-    mark = "?"
-    binary = ""
-    locks_rows = False
     each = "json_each(?)"
     each_key = "json_each(?)"
 
@@ -238,7 +208,7 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
         if len(draft.vectors) != len(draft.chunks) or len(draft.vector_keys) != len(draft.chunks):
             raise ValueError("one vector and one vector key per chunk are required")
         self.blobs.put(draft.content, draft.content_hash)
-        source_id = draft.id or new_source_id()
+        source_id = draft.id
         source_key = self._insert_pending(source_id, draft)
         try:
             with self.lexical.writer() as writer:
@@ -259,13 +229,8 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
 
     def _insert_pending(self, source_id: str, draft: SourceDraft) -> int:
         with self._write() as conn:
-            cursor = conn.execute(
-                f"INSERT INTO sources ({SOURCE_ROW_COLUMNS}, status, ingest_pid)"
-                f" VALUES ({SOURCE_ROW_MARKS}, ?, ?)",
-                (*self._new_source_row(conn, source_id, draft), _PENDING, os.getpid()),
-            )
-            source_key = cursor.lastrowid
-            assert source_key is not None
+            own = (("status", _PENDING), ("ingest_pid", os.getpid()))
+            source_key = self._insert_source(conn, source_id, draft, *own)
             self._insert_derived(conn, source_key, source_id, draft)
             return source_key
 
