@@ -6,9 +6,10 @@ the development split's articles the reader was not trained on (bench/answers.py
 same half); SciFact only measures. Per set:
 
 - ``top-1``: share of answerable questions whose best-scored sentence holds the gold answer;
-- ``answerable AUC``: ROC-AUC of the best sentence's score, answerable vs unanswerable
-  questions (SQuAD 2.0 en/es, ClapNQ); with the reader's threshold, the share of unanswerable
-  questions declined and of answerable ones wrongly declined;
+- ``answerable AUC``: ROC-AUC of the question's answerability (the reader's ``answerable``
+  blend; a signal alone: its best sentence's), answerable vs unanswerable questions (SQuAD 2.0
+  en/es, ClapNQ); with the reader's threshold, the share of unanswerable questions declined and
+  of answerable ones wrongly declined;
 - ``support AUC``: ROC-AUC of supporting vs other spans (SNLI test: entailment vs not; SciFact
   train claims: rationale sentences vs the cited abstracts' other sentences).
 
@@ -33,10 +34,12 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from citewell.embed.e5 import E5Small
+from citewell.read.blend import best_signals
 from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard
 from citewell.read.lexical import LexicalReader
 from citewell.read.training.data import Group, per_set, scifact_groups, validation_groups
@@ -54,19 +57,30 @@ def groups(count: int, seed: int) -> list[Group]:
     )
 
 
-def scorers(found: Sequence[Group], threads: int) -> dict[str, list[np.ndarray]]:
-    """Each group's candidates' scores by the reader and by each of its signals alone (one
-    ``signals`` call per group: the network's logit, word overlap (the lexical reader's own
-    scores) and e5's cosine)."""
+class Scored(NamedTuple):
+    """Per scorer, each group's candidates' scores and the group's answerability."""
+
+    scores: dict[str, list[np.ndarray]]
+    answerability: dict[str, list[float]]
+
+
+def scorers(found: Sequence[Group], threads: int) -> Scored:
+    """The reader and each of its signals alone (one ``signals`` call per group: the network's
+    logit, word overlap (the lexical reader's own scores) and e5's cosine)."""
     reader = CrossEncoderReader(threads, _cache_dir())
-    card = ReaderCard.shipped()
+    blends = ReaderCard.shipped().blends
     signals = [reader.signals(g.task, g.first, g.candidates) for g in found]
-    return {
-        "reader": [card.blends[g.task].scores(s) for g, s in zip(found, signals, strict=True)],
+    scores = {
+        "reader": [blends[g.task].scores(s) for g, s in zip(found, signals, strict=True)],
         "network alone": [s[:, 0] for s in signals],
         "lexical": [s[:, 1] for s in signals],
         "e5 cosine": [s[:, 2] for s in signals],
     }
+    answerability = {name: [float(s.max(initial=-np.inf)) for s in scores[name]] for name in scores}
+    answerability["reader"] = [
+        float(blends["answerable"].scores(best_signals(s))[0]) if len(s) else 0.0 for s in signals
+    ]
+    return Scored(scores, answerability)
 
 
 def _cache_dir() -> Path:
@@ -75,10 +89,8 @@ def _cache_dir() -> Path:
     return Settings().model_cache_dir
 
 
-def quality(
-    found: Sequence[Group], scored: dict[str, list[np.ndarray]], threshold: float
-) -> list[list[object]]:
-    score = list(scored)
+def quality(found: Sequence[Group], scored: Scored, threshold: float) -> list[list[object]]:
+    score = list(scored.scores)
     rows: list[list[object]] = []
     sets = sorted({(g.task, g.dataset) for g in found})
     for task, dataset in sets:
@@ -89,11 +101,11 @@ def quality(
             row: list[object] = [dataset, language, "top-1", answerable]
             for name in score:
                 labels = [found[i].labels for i in members]
-                row.append(top1(labels, [scored[name][i] for i in members]))
+                row.append(top1(labels, [scored.scores[name][i] for i in members]))
             rows.append(row)
             if dataset in AUC_SETS:
                 best = {
-                    n: [(float(max(scored[n][i])), found[i].answerable) for i in members]
+                    n: [(scored.answerability[n][i], found[i].answerable) for i in members]
                     for n in score
                 }
                 row = [dataset, language, "answerable AUC", len(members)]
@@ -123,7 +135,7 @@ def quality(
                 flat = [
                     (s, y)
                     for i in members
-                    for s, y in zip(scored[name][i], found[i].labels, strict=True)
+                    for s, y in zip(scored.scores[name][i], found[i].labels, strict=True)
                 ]
                 row.append(roc_auc([s for s, y in flat if y], [s for s, y in flat if not y]))
             rows.append(row)
@@ -196,7 +208,7 @@ def main() -> None:
     started = time.perf_counter()
     scored = scorers(found, args.threads)
     rows = quality(found, scored, threshold)
-    print(table(rows, ["set", "language", "measure", "n", *scored]))
+    print(table(rows, ["set", "language", "measure", "n", *scored.scores]))
     print(f"(quality in {time.perf_counter() - started:.0f} s)")
     print(
         table(

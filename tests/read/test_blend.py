@@ -50,10 +50,17 @@ def test_a_signal_that_says_nothing_gets_no_weight() -> None:
 def test_the_decline_threshold_lies_between_answerable_and_unanswerable_best_scores() -> None:
     best = [0.9, 0.8, 0.7, 0.35, 0.3, 0.1]
     answerable = [True, True, True, False, False, False]
-    assert 0.35 < decline_threshold(best, answerable) < 0.7
-    # One answerable question scoring low costs less than declining all at 0.3.
-    best, answerable = [*best, 0.2], [*answerable, True]
-    assert 0.35 < decline_threshold(best, answerable) < 0.7
+    assert decline_threshold(best, answerable) == pytest.approx((0.7 + 0.35) / 2)
+
+
+def test_the_decline_threshold_declines_at_most_a_tenth_of_the_answerable_questions() -> None:
+    answered = [0.95, 0.9, 0.9, 0.85, 0.8, 0.8, 0.75, 0.7, 0.6, 0.2]
+    unanswered = [0.65, 0.5, 0.4, 0.1]
+    best, answerable = answered + unanswered, [True] * 10 + [False] * 4
+    threshold = decline_threshold(best, answerable)
+    assert threshold == pytest.approx((0.6 + 0.5) / 2)  # 0.2 declined, 0.6 kept
+    assert decline_threshold(best, answerable, false_refusal=0.0) == pytest.approx(0.15)
+    assert decline_threshold(best, answerable, false_refusal=0.2) == pytest.approx(0.675)
 
 
 def test_with_nothing_to_tell_apart_the_threshold_stays_even() -> None:

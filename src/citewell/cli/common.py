@@ -4,7 +4,7 @@ settings are read, how a library is opened, and how errors become exit codes."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -19,6 +19,7 @@ from citewell.errors import CitewellError, ConfigError, StoreError
 if TYPE_CHECKING:
     from citewell.engine import Engine
     from citewell.library import Library
+    from citewell.render.records import WireObject
 
 __all__ = [
     "EXIT_FAILED",
@@ -27,6 +28,7 @@ __all__ = [
     "SetupFailed",
     "data_dir_option",
     "echo_json",
+    "echo_list",
     "json_option",
     "main",
     "open_engine",
@@ -109,6 +111,14 @@ def json_option(command: F) -> F:
 
 def echo_json(value: Any) -> None:
     click.echo(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+def echo_list(objects: Sequence[WireObject]) -> None:
+    """Print objects in the list envelope the HTTP API lists them in."""
+    from citewell.render.records import ListObject, WireObject
+
+    page = ListObject[WireObject].of(objects)
+    echo_json(page.model_dump(mode="json", serialize_as_any=True))
 
 
 @click.group()

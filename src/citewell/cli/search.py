@@ -11,12 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from citewell.locator import locator_label, source_label
-from citewell.model import (
-    Agent,
-    Principal,
-    RetrievalMode,
-    SearchRequest,
-)
+from citewell.model import Agent, Principal, RetrievalMode, SearchRequest
 
 if TYPE_CHECKING:
     from citewell.render.records import SearchResults

@@ -19,9 +19,7 @@ from citewell.cli.common import (
     settings_from,
 )
 from citewell.generate import GENERATORS
-from citewell.model import (
-    Agent,
-)
+from citewell.model import Agent
 
 
 @main.command()

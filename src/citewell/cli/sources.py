@@ -17,15 +17,14 @@ from citewell.cli.common import (
     EXIT_FAILED,
     data_dir_option,
     echo_json,
+    echo_list,
     json_option,
     main,
     open_library,
     settings_from,
 )
 from citewell.errors import CitewellError, NotFound
-from citewell.model import (
-    MetadataValue,
-)
+from citewell.model import MetadataValue
 from citewell.progress import Progress
 
 
@@ -190,13 +189,12 @@ def list_sources(
     bucket: str, include_superseded: bool, as_json: bool, data_dir: Path | None
 ) -> None:
     """List the sources of a bucket: id, version, file name, media type."""
-    from citewell.render.records import ListObject, SourceObject
+    from citewell.render.records import SourceObject
 
     with open_library(settings_from(data_dir)) as library:
         found = library.list_sources(bucket, include_superseded=include_superseded)
     if as_json:
-        page = ListObject[SourceObject].of([SourceObject.render(s) for s in found])
-        echo_json(page.model_dump(mode="json"))
+        echo_list([SourceObject.render(s) for s in found])
         return
     for source in found:
         state = "" if source.is_current else f"\tsuperseded by {source.superseded_by}"

@@ -3,8 +3,8 @@
 Where the embedder says which passages are near a question, a reader says which of their
 sentences answer it, and whether a cited span supports what an answer claims. Scores are in
 [0, 1] and calibrated on the development split: 0.5 is where "answers" becomes the likelier
-reading, and a question none of whose candidates reaches ``answerable_threshold`` is one the
-sources do not answer.
+reading. ``answerability`` asks whether the candidates together answer the question at all; below
+``answerable_threshold`` the sources do not answer it.
 """
 
 from __future__ import annotations
@@ -29,10 +29,14 @@ class Reader(Protocol):
     trained: bool
     """False for the lexical fallback: its scores are word overlap, not reading."""
     answerable_threshold: float
-    """Best ``score_answers`` below which the candidates do not answer the question."""
+    """The ``answerability`` below which the candidates do not answer the question."""
 
     def score_answers(self, question: str, sentences: Sequence[str]) -> Scores:
         """How likely each sentence answers (a part of) the question."""
+        ...
+
+    def answerability(self, question: str, sentences: Sequence[str]) -> float:
+        """How likely any of the sentences answers the question (0 for none)."""
         ...
 
     def score_support(self, claim: str, spans: Sequence[str]) -> Scores:

@@ -5,25 +5,41 @@ The network reads the pair; word overlap and e5-small's cosine each see somethin
 logistic regression over the three, fit per task on the calibration part of the training data,
 articles the network never trained on (``citewell.read.training.calibrate``), so its output is
 a probability and the decline threshold means the same for every question.
+
+Three blends: ``answers`` and ``supports`` score one candidate from its own signals;
+``answerable`` scores a question from the best of each signal over its candidates
+(``best_signals``), as word overlap and e5's cosine rank sentences well but cannot tell a question
+the sources answer from one that merely shares their words.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from citewell.read.base import Scores
 
-__all__ = ["SIGNALS", "Blend", "Signals"]
+__all__ = ["SIGNALS", "Blend", "Judgement", "Signals", "best_signals"]
 
 SIGNALS = ("network", "overlap", "cosine")
 """The signals' columns: the network's logit, word overlap in [0, 1], e5's cosine."""
 
 Signals = npt.NDArray[np.float32]
 """(candidates, len(SIGNALS))."""
+
+Judgement = Literal["answers", "supports", "answerable"]
+"""What a blend judges: a sentence answers, a span supports, a question is answered at all."""
+
+
+def best_signals(signals: Signals) -> Signals:
+    """The best of each signal over a question's candidates: the ``answerable`` blend's input,
+    (1, len(SIGNALS))."""
+    best: Signals = signals.max(axis=0, keepdims=True)
+    return best
 
 
 @dataclass(frozen=True)

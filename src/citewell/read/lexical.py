@@ -1,8 +1,9 @@
 """The fallback reader: word overlap, for when the trained reader cannot be built.
 
 ``score_answers`` is the share of the question's content words (weighted towards long, specific
-words) that a sentence holds; ``score_support`` is the calibrated lexical verifier's. Neither
-reads: a sentence that repeats the question's words without answering it scores high.
+words) that a sentence holds, and ``answerability`` the best sentence's; ``score_support`` is the
+calibrated lexical verifier's. Neither reads: a sentence that repeats the question's words
+without answering it scores high.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ class LexicalReader:
             return sum(len(t) for t in found) / weight
 
         return np.array([overlap(s) for s in sentences], dtype=np.float32)
+
+    def answerability(self, question: str, sentences: Sequence[str]) -> float:
+        return float(self.score_answers(question, sentences).max(initial=0.0))
 
     def score_support(self, claim: str, spans: Sequence[str]) -> Scores:
         language = detect_language(claim)

@@ -5,10 +5,11 @@ the network never trained on, so the network's logit there is as trustworthy as 
 person's documents, not as it is on what it memorised. They are fit on the built model's
 signals, the int8 network the server runs, not torch's, so they calibrate what ships.
 
-- The blend (``citewell.read.blend``): a logistic regression of each candidate's label on its
-  three signals, by Newton's method, per task.
-- The decline threshold: the best blended score below which a question is declined, where
-  Youden's J (answerable questions kept minus unanswerable ones kept) is highest.
+- The blends (``citewell.read.blend``): logistic regressions by Newton's method, of each
+  candidate's label on its three signals (``answers``, ``supports``), and of whether a question
+  is answerable on the best of each signal over its candidates (``answerable``).
+- The decline threshold: the answerability below which a question is declined, the highest that
+  declines at most a tenth of the answerable calibration questions (``FALSE_REFUSAL``).
 """
 
 from __future__ import annotations
@@ -19,8 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from citewell.read.base import Task
-from citewell.read.blend import SIGNALS, Blend, Signals
+from citewell.read.blend import SIGNALS, Blend, Judgement, Signals, best_signals
 from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard
 from citewell.read.pairs import PairLimits
 from citewell.read.training.config import TrainConfig
@@ -31,6 +31,10 @@ __all__ = ["calibrate", "decline_threshold", "fit_blend"]
 
 GROUPS_PER_SET = 400
 """Calibration groups read per (task, set): enough for four weights, in minutes."""
+FALSE_REFUSAL = 0.10
+"""The share of answerable questions the default threshold may decline. Within it, as many
+unanswerable ones as the reader can tell apart are declined: a refusal of a question the
+documents answer is the failure a person notices first."""
 
 
 def calibrate(
@@ -61,21 +65,27 @@ def calibrate(
     groups = per_set(calibration_groups(traindata, evaldata, config.seed), groups_per_set, 0)
     report(f"calibrating on {len(groups)} groups")
     signals = [reader.signals(g.task, g.first, g.candidates) for g in groups]
-    blends: dict[Task, Blend] = {}
+    blends: dict[Judgement, Blend] = {}
     for task in ("answers", "supports"):
         chosen = [i for i, g in enumerate(groups) if g.task == task]
         labels = np.concatenate([groups[i].labels for i in chosen])
         blends[task] = fit_blend(np.concatenate([signals[i] for i in chosen]), labels)
-    scores = [blends[g.task].scores(s) for g, s in zip(groups, signals, strict=True)]
     asked = [i for i, g in enumerate(groups) if g.task == "answers"]
-    threshold = decline_threshold(
-        [float(scores[i].max()) for i in asked], [groups[i].answerable for i in asked]
-    )
+    best = np.concatenate([best_signals(signals[i]) for i in asked])
+    answerable = [groups[i].answerable for i in asked]
+    blends["answerable"] = fit_blend(best, np.asarray(answerable, dtype=np.float64))
+    answerability = blends["answerable"].scores(best)
+    threshold = decline_threshold([float(a) for a in answerability], answerable)
+    scores = [blends[g.task].scores(s) for g, s in zip(groups, signals, strict=True)]
+    declined = answerability < threshold
+    kept = np.asarray(answerable, dtype=bool)
     result: dict[str, object] = {
         "groups": len(groups),
-        "blends": {task: blend.spec() for task, blend in blends.items()},
+        "blends": {judgement: blend.spec() for judgement, blend in blends.items()},
         "answerable_threshold": round(threshold, 4),
-        "figures": _figures(groups, signals, scores),
+        "refusal": round(float(declined[~kept].mean()), 4),
+        "false_refusal": round(float(declined[kept].mean()), 4),
+        "figures": _figures(groups, signals, scores, answerability),
     }
     (run / "calibration.json").write_text(json.dumps(result, indent=1) + "\n")
     return result
@@ -104,25 +114,32 @@ def fit_blend(signals: Signals, labels: np.ndarray, ridge: float = 1e-3) -> Blen
     return Blend(tuple(float(v) for v in weights), float(bias))
 
 
-def decline_threshold(best: Sequence[float], answerable: Sequence[bool]) -> float:
-    """The threshold on a question's best score with the highest Youden's J; 0.5 when the
-    groups hold no unanswerable question (or no answerable one)."""
-    scores = np.asarray(best)
+def decline_threshold(
+    best: Sequence[float], answerable: Sequence[bool], false_refusal: float = FALSE_REFUSAL
+) -> float:
+    """The highest answerability threshold that declines at most ``false_refusal`` of the
+    answerable questions, midway between two observed scores; 0.5 when the groups hold no
+    unanswerable question (or no answerable one)."""
+    scores = np.asarray(best, dtype=np.float64)
     kept = np.asarray(answerable, dtype=bool)
     if kept.all() or not kept.any():
         return 0.5
-    candidates = np.unique(scores)
-    j = [(scores[kept] >= t).mean() - (scores[~kept] >= t).mean() for t in candidates]
-    index = int(np.argmax(j))
-    below = candidates[index - 1] if index else candidates[index] - 1e-3
-    return float((candidates[index] + below) / 2)  # between two observed scores
+    answered = np.sort(scores[kept])
+    upper = answered[int(false_refusal * len(answered))]  # the lowest answered one kept
+    below = scores[scores < upper]
+    lower = below.max() if len(below) else upper - 1e-3
+    return float((upper + lower) / 2)
 
 
 def _figures(
-    groups: Sequence[Group], signals: Sequence[Signals], blended: Sequence[np.ndarray]
+    groups: Sequence[Group],
+    signals: Sequence[Signals],
+    blended: Sequence[np.ndarray],
+    answerability: np.ndarray,
 ) -> dict[str, dict[str, float]]:
-    """Per signal and the blend, over all calibration groups: top-1, answerability and support
-    ROC-AUC (the blend is fit on these groups: a check, not a measurement)."""
+    """Per signal and the blends, over all calibration groups: top-1, answerability and support
+    ROC-AUC (a signal's answerability is its best candidate's; the blends are fit on these
+    groups: a check, not a measurement)."""
     columns: dict[str, list[np.ndarray]] = {
         name: [s[:, i] for s in signals] for i, name in enumerate(SIGNALS)
     }
@@ -131,7 +148,11 @@ def _figures(
     asked = [i for i, g in enumerate(groups) if g.task == "answers"]
     claims = [i for i, g in enumerate(groups) if g.task == "supports"]
     for name, scores in columns.items():
-        best = [(float(scores[i].max()), groups[i].answerable) for i in asked]
+        if name == "blend":
+            kept = [groups[i].answerable for i in asked]
+            best = list(zip(map(float, answerability), kept, strict=True))
+        else:
+            best = [(float(scores[i].max()), groups[i].answerable) for i in asked]
         flat = [(s, y) for i in claims for s, y in zip(scores[i], groups[i].labels, strict=True)]
         out[name] = {
             "top1": round(
