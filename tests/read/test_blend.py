@@ -47,6 +47,20 @@ def test_a_signal_that_says_nothing_gets_no_weight() -> None:
     assert abs(fitted.weights[1]) < 0.15
 
 
+def test_a_signal_that_argues_against_gets_no_weight_and_the_others_are_refit() -> None:
+    rng = np.random.default_rng(2)
+    network = rng.normal(0, 2, 20_000)
+    overlap = rng.uniform(0, 1, 20_000)
+    cosine = rng.uniform(0.7, 0.95, 20_000)
+    truth = Blend((1.0, -3.0, 8.0), -5.0)  # more shared words, less likely: a data set's quirk
+    signals = np.stack([network, overlap, cosine], axis=1).astype(np.float32)
+    labels = (rng.uniform(size=len(signals)) < truth.scores(signals)).astype(int)
+    fitted = fit_blend(signals, labels)
+    assert fitted.weights[1] == 0.0
+    assert fitted.weights[0] > 0.5  # the others still carry their evidence, a little
+    assert fitted.weights[2] > 4.0  # attenuated by the omitted signal's variance
+
+
 def test_the_decline_threshold_lies_between_answerable_and_unanswerable_best_scores() -> None:
     best = [0.9, 0.8, 0.7, 0.35, 0.3, 0.1]
     answerable = [True, True, True, False, False, False]

@@ -5,9 +5,10 @@ the network never trained on, so the network's logit there is as trustworthy as 
 person's documents, not as it is on what it memorised. They are fit on the built model's
 signals, the int8 network the server runs, not torch's, so they calibrate what ships.
 
-- The blends (``citewell.read.blend``): logistic regressions by Newton's method, of each
-  candidate's label on its three signals (``answers``, ``supports``), and of whether a question
-  is answerable on the best of each signal over its candidates (``answerable``).
+- The blends (``citewell.read.blend``): logistic regressions by Newton's method, with no
+  negative weight, of each candidate's label on its three signals (``answers``, ``supports``),
+  and of whether a question is answerable on the best of each signal over its candidates
+  (``answerable``).
 - The decline threshold: the answerability below which a question is declined, the highest that
   declines at most a tenth of the answerable calibration questions (``FALSE_REFUSAL``).
 """
@@ -92,8 +93,26 @@ def calibrate(
 
 
 def fit_blend(signals: Signals, labels: np.ndarray, ridge: float = 1e-3) -> Blend:
-    """Logistic regression of ``labels`` on ``signals`` (columns standardised while fitting, a
-    small ridge on the weights, not the bias)."""
+    """Logistic regression of ``labels`` on ``signals`` with no weight below zero: each signal
+    is evidence for, never against. A negative weight would learn a data set's quirk, not
+    reading: SQuAD 2.0's unanswerable questions were written to share their paragraph's words,
+    so there more overlap means *less* answerable, and a person asking about a refund window
+    would be declined for using the handbook's words. A signal whose weight comes out negative
+    is dropped and the others are fit again."""
+    used = list(range(signals.shape[1]))
+    while True:
+        weights, bias = _logistic(signals[:, used], labels, ridge)
+        if not len(weights) or weights.min() >= 0:
+            break
+        del used[int(np.argmin(weights))]
+    full = np.zeros(signals.shape[1])
+    full[used] = weights
+    return Blend(tuple(float(v) for v in full), bias)
+
+
+def _logistic(signals: Signals, labels: np.ndarray, ridge: float) -> tuple[np.ndarray, float]:
+    """Weights and bias by Newton's method (columns standardised while fitting, a small ridge
+    on the weights, not the bias)."""
     mean = signals.mean(axis=0)
     spread = signals.std(axis=0) + 1e-6
     x = np.hstack([(signals - mean) / spread, np.ones((len(signals), 1))]).astype(np.float64)
@@ -110,8 +129,7 @@ def fit_blend(signals: Signals, labels: np.ndarray, ridge: float = 1e-3) -> Blen
         if np.abs(step).max() < 1e-9:
             break
     weights = w[:-1] / spread
-    bias = w[-1] - float(weights @ mean)
-    return Blend(tuple(float(v) for v in weights), float(bias))
+    return weights, float(w[-1] - weights @ mean)
 
 
 def decline_threshold(
