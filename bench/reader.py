@@ -125,8 +125,7 @@ def quality(found: Sequence[Group], scored: Scored, threshold: float) -> list[li
                         f"reader at {threshold}: refusal / false refusal",
                         len(members),
                         f"{refusal:.3f} / {false:.3f}",
-                        "",
-                        "",
+                        *[""] * (len(score) - 1),
                     ]
                 )
         else:
