@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from citewell.cli.common import (
-    data_dir_option,
-    echo_json,
-    echo_list,
-    json_option,
-    main,
-    open_library,
-    settings_from,
-)
-from citewell.model import Permission, Principal, Tenant
+from citewell.cli.common import echo_json, echo_records, json_option, main, with_library
+from citewell.model import ApiKey, Permission, Principal, Tenant
+
+if TYPE_CHECKING:
+    from citewell.library import Library
 
 
 @main.group()
@@ -26,13 +21,12 @@ def tenants() -> None:
 @tenants.command("create")
 @click.argument("name")
 @json_option
-@data_dir_option
-def create_tenant(name: str, as_json: bool, data_dir: Path | None) -> None:
+@with_library
+def create_tenant(name: str, as_json: bool, library: Library) -> None:
     """Create a tenant; give it a first key with `citewell keys create --tenant`."""
     from citewell.render.records import TenantObject
 
-    with open_library(settings_from(data_dir)) as library:
-        tenant = library.keys.create_tenant(name, by=Principal.local())
+    tenant = library.keys.create_tenant(name, by=Principal.local())
     if as_json:
         echo_json(TenantObject.render(tenant).model_dump(mode="json"))
     else:
@@ -41,18 +35,13 @@ def create_tenant(name: str, as_json: bool, data_dir: Path | None) -> None:
 
 @tenants.command("list")
 @json_option
-@data_dir_option
-def list_tenants(as_json: bool, data_dir: Path | None) -> None:
+@with_library
+def list_tenants(as_json: bool, library: Library) -> None:
     """List the tenants, the default one first."""
     from citewell.render.records import TenantObject
 
-    with open_library(settings_from(data_dir)) as library:
-        found = library.keys.tenants(by=Principal.local())
-    if as_json:
-        echo_list([TenantObject.render(t) for t in found])
-        return
-    for tenant in found:
-        click.echo(f"{tenant.id}\t{tenant.name}")
+    found = library.keys.tenants(by=Principal.local())
+    echo_records(found, as_json, TenantObject.render, lambda t: f"{t.id}\t{t.name}")
 
 
 @main.group()
@@ -74,7 +63,7 @@ def keys() -> None:
 @click.option("--bucket", "buckets", multiple=True, help="Restrict to this bucket (repeatable).")
 @click.option("--label", "labels", multiple=True, help="An ACL label the key holds (repeatable).")
 @json_option
-@data_dir_option
+@with_library
 def create_key(
     permissions: tuple[str, ...],
     tenant: str,
@@ -82,7 +71,7 @@ def create_key(
     buckets: tuple[str, ...],
     labels: tuple[str, ...],
     as_json: bool,
-    data_dir: Path | None,
+    library: Library,
 ) -> None:
     """Create a key and print its secret: the only time it is shown.
 
@@ -91,17 +80,16 @@ def create_key(
     """
     from citewell.render.records import KeyObject
 
-    with open_library(settings_from(data_dir)) as library:
-        owner = Principal(tenant_id=tenant, sees_all_labels=True)
-        bucket_ids = [library.get_bucket(b, principal=owner).id for b in buckets]
-        key, secret = library.keys.create(
-            tenant_id=tenant,
-            permissions=[Permission(p) for p in permissions],
-            by=Principal.local(),
-            name=name,
-            bucket_ids=bucket_ids or None,
-            acl_labels=labels or None,
-        )
+    owner = Principal(tenant_id=tenant, sees_all_labels=True)
+    bucket_ids = [library.get_bucket(b, principal=owner).id for b in buckets]
+    key, secret = library.keys.create(
+        tenant_id=tenant,
+        permissions=[Permission(p) for p in permissions],
+        by=Principal.local(),
+        name=name,
+        bucket_ids=bucket_ids or None,
+        acl_labels=labels or None,
+    )
     if as_json:
         echo_json(KeyObject.render(key, secret).model_dump(mode="json"))
     else:
@@ -111,26 +99,24 @@ def create_key(
 @keys.command("list")
 @click.option("--tenant", default=Tenant.DEFAULT_ID, show_default=True, help="Tenant id.")
 @json_option
-@data_dir_option
-def list_keys(tenant: str, as_json: bool, data_dir: Path | None) -> None:
+@with_library
+def list_keys(tenant: str, as_json: bool, library: Library) -> None:
     """List a tenant's keys (never their secrets), revoked ones too."""
     from citewell.render.records import KeyObject
 
-    with open_library(settings_from(data_dir)) as library:
-        found = library.keys.keys(tenant, by=Principal.local())
-    if as_json:
-        echo_list([KeyObject.render(k) for k in found])
-        return
-    for key in found:
-        state = f"\trevoked {key.revoked_at:%Y-%m-%d %H:%M}" if key.revoked_at else ""
-        click.echo(f"{key.id}\t{','.join(sorted(key.permissions))}\t{key.name}{state}")
+    found = library.keys.keys(tenant, by=Principal.local())
+    echo_records(found, as_json, KeyObject.render, _key_line)
+
+
+def _key_line(key: ApiKey) -> str:
+    state = f"\trevoked {key.revoked_at:%Y-%m-%d %H:%M}" if key.revoked_at else ""
+    return f"{key.id}\t{','.join(sorted(key.permissions))}\t{key.name}{state}"
 
 
 @keys.command("revoke")
 @click.argument("key_id")
-@data_dir_option
-def revoke_key(key_id: str, data_dir: Path | None) -> None:
+@with_library
+def revoke_key(key_id: str, library: Library) -> None:
     """Revoke a key: requests and signed links made with it fail from now on."""
-    with open_library(settings_from(data_dir)) as library:
-        library.keys.revoke(key_id, by=Principal.local())
+    library.keys.revoke(key_id, by=Principal.local())
     click.echo(f"revoked {key_id}")

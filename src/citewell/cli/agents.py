@@ -5,22 +5,16 @@ does. Clients name an agent as their ``model``."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from pydantic import ValidationError
 
-from citewell.cli.common import (
-    RequestFailed,
-    data_dir_option,
-    echo_json,
-    json_option,
-    main,
-    open_engine,
-    settings_from,
-)
+from citewell.cli.common import RequestFailed, echo_json, json_option, main, with_engine
 from citewell.model import Agent, Principal, Tenant
+
+if TYPE_CHECKING:
+    from citewell.engine import Engine
 
 
 @main.group()
@@ -54,12 +48,11 @@ def fields_options(command: Any) -> Any:
 @agents.command("list")
 @tenant_option
 @json_option
-@data_dir_option
-def list_agents(tenant: str, as_json: bool, data_dir: Path | None) -> None:
+@with_engine
+def list_agents(tenant: str, as_json: bool, engine: Engine) -> None:
     """The configured agents, then the tenant's own."""
-    with open_engine(settings_from(data_dir)) as engine:
-        configured = {agent.name for agent in engine.configured_agents}
-        found = engine.agents(tenant_id=tenant)
+    configured = {agent.name for agent in engine.configured_agents}
+    found = engine.agents(tenant_id=tenant)
     if as_json:
         echo_json([_record(agent, configured=agent.name in configured) for agent in found])
         return
@@ -74,16 +67,15 @@ def list_agents(tenant: str, as_json: bool, data_dir: Path | None) -> None:
 @fields_options
 @tenant_option
 @json_option
-@data_dir_option
-def create_agent(name: str, data_dir: Path | None, **options: Any) -> None:
+@with_engine
+def create_agent(name: str, engine: Engine, **options: Any) -> None:
     """Create an agent of the tenant; the fields not given take their defaults."""
     spec = {**_changes(options["buckets"], options["fields"]), "name": name}
     try:
         agent = Agent.model_validate(spec)
     except ValidationError as exc:
         raise RequestFailed(_first_error(exc)) from None
-    with open_engine(settings_from(data_dir)) as engine:
-        kept = engine.create_agent(agent, principal=Principal(tenant_id=options["tenant"]))
+    kept = engine.create_agent(agent, principal=Principal(tenant_id=options["tenant"]))
     _show(kept, options["as_json"])
 
 
@@ -92,23 +84,21 @@ def create_agent(name: str, data_dir: Path | None, **options: Any) -> None:
 @fields_options
 @tenant_option
 @json_option
-@data_dir_option
-def update_agent(name: str, data_dir: Path | None, **options: Any) -> None:
+@with_engine
+def update_agent(name: str, engine: Engine, **options: Any) -> None:
     """Change the fields given of the tenant's agent; the others are kept."""
     changes = _changes(options["buckets"], options["fields"])
-    with open_engine(settings_from(data_dir)) as engine:
-        kept = engine.update_agent(name, changes, principal=Principal(tenant_id=options["tenant"]))
+    kept = engine.update_agent(name, changes, principal=Principal(tenant_id=options["tenant"]))
     _show(kept, options["as_json"])
 
 
 @agents.command("delete")
 @click.argument("name")
 @tenant_option
-@data_dir_option
-def delete_agent(name: str, tenant: str, data_dir: Path | None) -> None:
+@with_engine
+def delete_agent(name: str, tenant: str, engine: Engine) -> None:
     """Delete the tenant's agent (a configured one cannot be)."""
-    with open_engine(settings_from(data_dir)) as engine:
-        engine.delete_agent(name, principal=Principal(tenant_id=tenant))
+    engine.delete_agent(name, principal=Principal(tenant_id=tenant))
     click.echo(f"deleted agent {name}")
 
 

@@ -3,9 +3,10 @@ settings are read, how a library is opened, and how errors become exit codes."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -28,19 +29,22 @@ __all__ = [
     "SetupFailed",
     "data_dir_option",
     "echo_json",
-    "echo_list",
+    "echo_records",
     "json_option",
     "main",
     "open_engine",
     "open_library",
     "reported",
     "settings_from",
+    "with_engine",
+    "with_library",
 ]
 
 EXIT_FAILED = 1
 EXIT_SETUP = 3
 
 F = TypeVar("F", bound=Callable[..., Any])
+R = TypeVar("R")
 
 
 class RequestFailed(click.ClickException):
@@ -113,12 +117,46 @@ def echo_json(value: Any) -> None:
     click.echo(json.dumps(value, ensure_ascii=False, indent=2))
 
 
-def echo_list(objects: Sequence[WireObject]) -> None:
-    """Print objects in the list envelope the HTTP API lists them in."""
+def echo_records(
+    records: Sequence[R],
+    as_json: bool,
+    render: Callable[[R], WireObject],
+    line: Callable[[R], str],
+) -> None:
+    """Print records one ``line`` each, or (``--json``) rendered in the list envelope the HTTP
+    API lists them in."""
+    if not as_json:
+        for record in records:
+            click.echo(line(record))
+        return
     from citewell.render.records import ListObject, WireObject
 
-    page = ListObject[WireObject].of(objects)
+    page = ListObject[WireObject].of([render(record) for record in records])
     echo_json(page.model_dump(mode="json", serialize_as_any=True))
+
+
+def _given(
+    name: str, opener: Callable[[Settings], AbstractContextManager[Any]]
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """A decorator: the command takes ``--data-dir`` and is given, as ``name``, what ``opener``
+    opens on that folder's settings, open while it runs."""
+
+    def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        @data_dir_option
+        @functools.wraps(command)
+        def run(*args: Any, data_dir: Path | None, **kwargs: Any) -> None:
+            with opener(settings_from(data_dir)) as opened:
+                command(*args, **{name: opened}, **kwargs)
+
+        return run
+
+    return decorate
+
+
+with_library = _given("library", open_library)
+"""The command is given ``library``: the library of ``--data-dir``."""
+with_engine = _given("engine", open_engine)
+"""The command is given ``engine``: the library's engine, with the configured agents."""
 
 
 @click.group()

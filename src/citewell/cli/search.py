@@ -5,26 +5,25 @@ from __future__ import annotations
 import json
 import shutil
 import unicodedata
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
+from citewell.cli.common import (
+    RequestFailed,
+    echo_json,
+    json_option,
+    main,
+    with_engine,
+    with_library,
+)
 from citewell.locator import locator_label, source_label
 from citewell.model import Agent, Principal, RetrievalMode, SearchRequest
 
 if TYPE_CHECKING:
+    from citewell.engine import Engine
+    from citewell.library import Library
     from citewell.render.records import SearchResults
-
-from citewell.cli.common import (
-    RequestFailed,
-    data_dir_option,
-    echo_json,
-    json_option,
-    main,
-    open_library,
-    settings_from,
-)
 
 
 @main.command()
@@ -43,7 +42,7 @@ from citewell.cli.common import (
 @click.option("--include-superseded", is_flag=True, help="Search older versions of files too.")
 @click.option("--filters", metavar="JSON", help="A filter, as in the HTTP API.")
 @json_option
-@data_dir_option
+@with_library
 def search(
     query: str,
     buckets: tuple[str, ...],
@@ -52,7 +51,7 @@ def search(
     include_superseded: bool,
     filters: str | None,
     as_json: bool,
-    data_dir: Path | None,
+    library: Library,
 ) -> None:
     """Search buckets: ranked passages with their best sentence and where it is."""
     from citewell.render.records import render_results
@@ -70,8 +69,7 @@ def search(
         )
     except ValueError as exc:  # invalid JSON, or a filter or query the model refuses
         raise RequestFailed(f"invalid search: {exc}") from exc
-    with open_library(settings_from(data_dir)) as library:
-        results = render_results(query, library.search(request))
+    results = render_results(query, library.search(request))
     if as_json:
         echo_json(results.model_dump(mode="json"))
     elif not results.data:
@@ -89,7 +87,7 @@ def search(
 @click.option("--model", help="Model name passed to the generator.")
 @click.option("--strict", is_flag=True, help="Remove claims no citation supports.")
 @json_option
-@data_dir_option
+@with_engine
 def ask(
     question: str,
     buckets: tuple[str, ...],
@@ -97,21 +95,18 @@ def ask(
     model: str | None,
     strict: bool,
     as_json: bool,
-    data_dir: Path | None,
+    engine: Engine,
 ) -> None:
     """Answer a question from the buckets, each sentence citing where it comes from."""
     import anyio
 
-    from citewell.engine import Engine
     from citewell.events import Question
     from citewell.render.common import AnswerOptions, layout
 
     policy = {"generator": generator, "model": model, "strict": strict or None}
     agent = Agent.model_validate({k: v for k, v in policy.items() if v is not None})
     asked = Question(question, bucket_ids=buckets or None)
-    with open_library(settings_from(data_dir)) as library:
-        engine = Engine.open(library)
-        answer = anyio.run(lambda: engine.ask(asked, agent=agent, principal=Principal.local()))
+    answer = anyio.run(lambda: engine.ask(asked, agent=agent, principal=Principal.local()))
     if as_json:
         echo_json(answer.model_dump(mode="json"))
         return

@@ -8,24 +8,25 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from tqdm import tqdm
 
 from citewell.cli.common import (
     EXIT_FAILED,
-    data_dir_option,
     echo_json,
-    echo_list,
+    echo_records,
     json_option,
     main,
-    open_library,
-    settings_from,
+    with_library,
 )
 from citewell.errors import CitewellError, NotFound
-from citewell.model import MetadataValue
+from citewell.model import MetadataValue, Source
 from citewell.progress import Progress
+
+if TYPE_CHECKING:
+    from citewell.library import Library
 
 
 @main.command()
@@ -51,7 +52,7 @@ from citewell.progress import Progress
     help="Date from which the content applies (YYYY-MM-DD).",
 )
 @json_option
-@data_dir_option
+@with_library
 def ingest(
     paths: tuple[Path, ...],
     bucket: str,
@@ -60,13 +61,15 @@ def ingest(
     metadata: tuple[str, ...],
     effective_date: dt.datetime | None,
     as_json: bool,
-    data_dir: Path | None,
+    library: Library,
 ) -> None:
     """Ingest files into a bucket; directories are read recursively.
 
     Prints one line per file (created, new_version, unchanged, or failed with the reason).
     Hidden files and folders (names starting with a dot) are skipped.
     """
+    from citewell.render.records import IngestResponse
+
     attributes = dict(_attribute(item) for item in metadata)
     files, failures = _walk(paths)
     options: dict[str, Any] = {
@@ -85,33 +88,30 @@ def ingest(
 
     for path, reason in failures:
         report(path, {"outcome": "failed", "error": reason}, f"{path}: failed: {reason}")
-    with open_library(settings_from(data_dir)) as library:
-        from citewell.render.records import IngestResponse
-
+    try:
+        target = library.get_bucket(bucket)
+    except NotFound:
+        if not create:
+            raise
+        target = library.create_bucket(bucket)
+    ingested = Progress("ingesting", len(files), unit="files")
+    for done, path in enumerate(files, 1):
+        pages = _PageProgress(path)
         try:
-            target = library.get_bucket(bucket)
-        except NotFound:
-            if not create:
-                raise
-            target = library.create_bucket(bucket)
-        ingested = Progress("ingesting", len(files), unit="files")
-        for done, path in enumerate(files, 1):
-            pages = _PageProgress(path)
-            try:
-                result = library.ingest_path(path, bucket=target.id, progress=pages, **options)
-            except Exception as exc:  # one bad file must not stop the others
-                reason = _reason(exc)
-                report(path, {"outcome": "failed", "error": reason}, f"{path}: failed: {reason}")
-                ingested.update_to(done)
-                continue
-            finally:
-                pages.close()
-            record = IngestResponse.render(result).model_dump(mode="json")
-            source = result.source
-            line = f"{path}: {result.outcome.value} ({source.id}, version {source.version})"
-            report(path, record, line)
+            result = library.ingest_path(path, bucket=target.id, progress=pages, **options)
+        except Exception as exc:  # one bad file must not stop the others
+            reason = _reason(exc)
+            report(path, {"outcome": "failed", "error": reason}, f"{path}: failed: {reason}")
             ingested.update_to(done)
-        ingested.close()
+            continue
+        finally:
+            pages.close()
+        record = IngestResponse.render(result).model_dump(mode="json")
+        source = result.source
+        line = f"{path}: {result.outcome.value} ({source.id}, version {source.version})"
+        report(path, record, line)
+        ingested.update_to(done)
+    ingested.close()
     if as_json:
         echo_json(records)
     summary = "".join(f", {n} {outcome}" for outcome, n in sorted(counts.items()))
@@ -184,28 +184,24 @@ def sources() -> None:
 @click.option("--bucket", required=True, help="Slug or id of the bucket.")
 @click.option("--include-superseded", is_flag=True, help="List older versions of files too.")
 @json_option
-@data_dir_option
-def list_sources(
-    bucket: str, include_superseded: bool, as_json: bool, data_dir: Path | None
-) -> None:
+@with_library
+def list_sources(bucket: str, include_superseded: bool, as_json: bool, library: Library) -> None:
     """List the sources of a bucket: id, version, file name, media type."""
     from citewell.render.records import SourceObject
 
-    with open_library(settings_from(data_dir)) as library:
-        found = library.list_sources(bucket, include_superseded=include_superseded)
-    if as_json:
-        echo_list([SourceObject.render(s) for s in found])
-        return
-    for source in found:
-        state = "" if source.is_current else f"\tsuperseded by {source.superseded_by}"
-        click.echo(f"{source.id}\tv{source.version}\t{source.filename}\t{source.mime_type}{state}")
+    found = library.list_sources(bucket, include_superseded=include_superseded)
+    echo_records(found, as_json, SourceObject.render, _source_line)
+
+
+def _source_line(source: Source) -> str:
+    state = "" if source.is_current else f"\tsuperseded by {source.superseded_by}"
+    return f"{source.id}\tv{source.version}\t{source.filename}\t{source.mime_type}{state}"
 
 
 @sources.command("delete")
 @click.argument("source_id")
-@data_dir_option
-def delete_source(source_id: str, data_dir: Path | None) -> None:
+@with_library
+def delete_source(source_id: str, library: Library) -> None:
     """Delete one version of a file."""
-    with open_library(settings_from(data_dir)) as library:
-        library.delete_source(source_id)
+    library.delete_source(source_id)
     click.echo(f"deleted {source_id}")

@@ -12,10 +12,28 @@ from typing import LiteralString
 
 import psycopg
 
+from citewell.store.tables import (
+    AGENTS,
+    ANSWER_SOURCES,
+    ANSWERS,
+    API_KEYS,
+    BUCKETS,
+    INGEST_JOBS,
+    POSTGRES,
+    TRACES,
+    VECTORS,
+    render,
+)
+
 __all__ = ["MIGRATIONS", "migrate", "schema_lock"]
 
 _LOCK_KEY = int.from_bytes(b"citewell", "big") >> 1
 """The advisory lock (a positive bigint) held while the schema changes."""
+
+
+def _shared(statement: LiteralString) -> LiteralString:
+    return render(statement, POSTGRES)
+
 
 MIGRATIONS: tuple[tuple[str, LiteralString], ...] = (
     (
@@ -30,16 +48,9 @@ MIGRATIONS: tuple[tuple[str, LiteralString], ...] = (
         );
         INSERT INTO tenants (id, name) VALUES ('default', 'Default');
 
-        CREATE TABLE buckets (
-            key        bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            id         text NOT NULL UNIQUE,
-            tenant_id  text NOT NULL,
-            slug       text NOT NULL,
-            name       text NOT NULL,
-            created_at timestamptz NOT NULL,
-            UNIQUE (tenant_id, slug)
-        );
-
+        """
+        + _shared(BUCKETS)
+        + """
         -- A source is written, with everything derived from it, in one transaction: there is no
         -- pending state to recover from.
         CREATE TABLE sources (
@@ -120,97 +131,21 @@ MIGRATIONS: tuple[tuple[str, LiteralString], ...] = (
             terms  bigint NOT NULL
         );
 
-        -- Content-addressed: a text embedded once is never embedded again by the same model.
         -- Each embedder's vectors get their own HNSW index when a store opens with it.
-        CREATE TABLE vectors (
-            embedder   text NOT NULL,
-            vector_key text NOT NULL,
-            vector     vector NOT NULL,
-            PRIMARY KEY (embedder, vector_key)
-        );
-
-        CREATE TABLE answers (
-            id           text PRIMARY KEY,  -- the id the client was given: resp_…
-            tenant_id    text NOT NULL,
-            answer_id    text NOT NULL,     -- Answer.id: ans_…
-            created_at   timestamptz NOT NULL,
-            answer       text NOT NULL,     -- the Answer, as JSON
-            conversation jsonb NOT NULL,    -- [[role, text], ...]: the turns before it
-            rendered     text NOT NULL,     -- the JSON object the client was sent
-            previous_id  text,              -- the stored answer this one continues
-            key_id       text
-        );
-        CREATE INDEX answers_by_created_at ON answers (created_at);
-        CREATE TABLE answer_sources (
-            source_id   text NOT NULL,
-            response_id text NOT NULL REFERENCES answers (id) ON DELETE CASCADE,
-            PRIMARY KEY (source_id, response_id)
-        );
-        CREATE INDEX answer_sources_by_response ON answer_sources (response_id);
-
-        -- Each answer's trace: ids, offsets and support scores only, never text.
-        CREATE TABLE traces (
-            answer_id  text PRIMARY KEY,
-            agent      text NOT NULL,
-            created_at timestamptz NOT NULL,
-            trace      text NOT NULL       -- the Trace, as JSON
-        );
-        CREATE INDEX traces_by_created_at ON traces (created_at);
-
-        CREATE TABLE api_keys (
-            id          text PRIMARY KEY,
-            tenant_id   text NOT NULL REFERENCES tenants (id),
-            name        text NOT NULL,
-            secret_hash text NOT NULL,
-            permissions text[] NOT NULL,
-            bucket_ids  text[],             -- NULL: every bucket of the tenant
-            acl_labels  text[],             -- NULL: every source
-            created_at  timestamptz NOT NULL,
-            revoked_at  timestamptz
-        );
-        CREATE INDEX api_keys_by_tenant ON api_keys (tenant_id);
-        CREATE TABLE agents (
-            tenant_id  text NOT NULL REFERENCES tenants (id),
-            name       text NOT NULL,
-            agent      text NOT NULL,       -- the Agent, as JSON
-            created_at timestamptz NOT NULL,
-            PRIMARY KEY (tenant_id, name)
-        );
-        """,
-    ),
-    (
-        "0002_ingest_jobs",
         """
-        -- Background ingests (Library.submit), here so that any server process can finish
-        -- one whose process died. The file's bytes wait in the blob folder meanwhile.
-        CREATE TABLE ingest_jobs (
-            id             text PRIMARY KEY,  -- the id the source gets: src_…
-            tenant_id      text NOT NULL,
-            bucket_id      text NOT NULL,
-            filename       text NOT NULL,
-            mime_type      text NOT NULL,
-            content_hash   text NOT NULL,
-            byte_size      bigint NOT NULL,
-            acl            text[] NOT NULL,
-            metadata       jsonb NOT NULL,
-            effective_date date,
-            state          text NOT NULL,     -- queued, running, done, failed
-            attempts       integer NOT NULL,  -- runs started
-            lease_owner    text,              -- the process running it
-            lease_expires  timestamptz,       -- when another process may take it over
-            pages_done     integer NOT NULL,
-            pages_total    integer NOT NULL,
-            result_id      text,              -- once done: the source it ended with
-            error          text,              -- once failed: why
-            unreadable     boolean NOT NULL,  -- failed on the file itself
-            created_at     timestamptz NOT NULL,
-            updated_at     timestamptz NOT NULL
-        );
-        CREATE INDEX ingest_jobs_by_bucket ON ingest_jobs (bucket_id, content_hash);
-        CREATE INDEX ingest_jobs_by_state ON ingest_jobs (state, lease_expires);
-        CREATE INDEX ingest_jobs_by_content_hash ON ingest_jobs (content_hash);
-        """,
+        + _shared(VECTORS)
+        + _shared(ANSWERS)
+        + """
+        ALTER TABLE answers ADD COLUMN previous_id text;  -- the stored answer this one continues
+        ALTER TABLE answers ADD COLUMN key_id text;
+        CREATE INDEX answers_by_created_at ON answers (created_at);
+        """
+        + _shared(ANSWER_SOURCES)
+        + _shared(TRACES)
+        + _shared(API_KEYS)
+        + _shared(AGENTS),
     ),
+    ("0002_ingest_jobs", _shared(INGEST_JOBS)),
     (
         "0003_sources_per_labels",
         """

@@ -9,28 +9,22 @@ from __future__ import annotations
 import sqlite3
 from datetime import UTC, datetime
 
+from citewell.store.tables import (
+    AGENTS,
+    ANSWER_SOURCES,
+    ANSWERS,
+    API_KEYS,
+    BUCKETS,
+    INGEST_JOBS,
+    SQLITE,
+    TRACES,
+    VECTORS,
+    render,
+)
+
 __all__ = ["MIGRATIONS", "migrate"]
 
-MIGRATIONS: tuple[tuple[str, str], ...] = (
-    (
-        "0001_initial",
-        """
-        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-        INSERT INTO meta VALUES ('generation', '0');
-
-        CREATE TABLE buckets (
-            key        INTEGER PRIMARY KEY,
-            id         TEXT NOT NULL UNIQUE,
-            tenant_id  TEXT NOT NULL,
-            slug       TEXT NOT NULL,
-            name       TEXT NOT NULL,
-            created_at TEXT NOT NULL,
-            UNIQUE (tenant_id, slug)
-        );
-
-        -- A source is visible only once status = 'ready'. Rows in 'pending' belong to an ingest
-        -- in progress (ingest_pid); after a crash they are removed at the next open.
-        CREATE TABLE sources (
+_SOURCE_COLUMNS = """
             key            INTEGER PRIMARY KEY,
             id             TEXT NOT NULL UNIQUE,
             bucket_key     INTEGER NOT NULL REFERENCES buckets (key) ON DELETE CASCADE,
@@ -50,10 +44,29 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
             char_count     INTEGER NOT NULL,
             chunk_count    INTEGER NOT NULL,
             effective_date TEXT,
-            acl            TEXT NOT NULL,   -- JSON array of labels
+            acl            TEXT NOT NULL,   -- JSON array of labels, sorted
             metadata       TEXT NOT NULL,   -- JSON object
             created_at     TEXT NOT NULL,
-            text           TEXT NOT NULL,
+            text           TEXT NOT NULL"""
+"""The columns of ``sources``: SQLite changes a table's constraints only by building it anew."""
+
+
+def _shared(statement: str) -> str:
+    return render(statement, SQLITE)
+
+
+MIGRATIONS: tuple[tuple[str, str], ...] = (
+    (
+        "0001_initial",
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO meta VALUES ('generation', '0');
+        """
+        + _shared(BUCKETS)
+        + f"""
+        -- A source is visible only once status = 'ready'. Rows in 'pending' belong to an ingest
+        -- in progress (ingest_pid); after a crash they are removed at the next open.
+        CREATE TABLE sources ({_SOURCE_COLUMNS},
             UNIQUE (bucket_key, content_hash)
         );
         CREATE INDEX sources_by_filename ON sources (bucket_key, filename, superseded_by);
@@ -87,15 +100,9 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         );
         CREATE INDEX chunks_by_source ON chunks (source_key, idx);
         CREATE INDEX chunks_by_vector_key ON chunks (vector_key);
-
-        -- Content-addressed: a text embedded once is never embedded again by the same model.
-        CREATE TABLE vectors (
-            embedder   TEXT NOT NULL,
-            vector_key TEXT NOT NULL,
-            vector     BLOB NOT NULL,       -- float32
-            PRIMARY KEY (embedder, vector_key)
-        );
-
+        """
+        + _shared(VECTORS)
+        + """
         -- Sources whose documents must still be removed from the lexical index. Written in the
         -- same transaction that removes (or abandons) the source, cleared once the index agrees.
         CREATE TABLE lexical_garbage (source_key INTEGER PRIMARY KEY);
@@ -103,46 +110,13 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         "0002_answers",
-        """
-        -- Answers as the API sent them, so that a client can read one again by its id
-        -- (GET /v1/responses/{id}) and continue the conversation from it.
-        CREATE TABLE answers (
-            id           TEXT PRIMARY KEY,  -- the id the client was given: resp_…
-            tenant_id    TEXT NOT NULL,
-            answer_id    TEXT NOT NULL,     -- Answer.id: ans_…
-            created_at   TEXT NOT NULL,
-            answer       TEXT NOT NULL,     -- the Answer, as JSON
-            conversation TEXT NOT NULL,     -- JSON array of [role, text]: the turns before it
-            rendered     TEXT NOT NULL      -- the JSON object the client was sent
-        );
-        """,
+        _shared(ANSWERS),
     ),
-    (
-        "0003_traces",
-        """
-        -- Each answer's trace: ids, offsets and support scores only. Never the question, the
-        -- answer or cited text. Rows older than the retention setting are deleted.
-        CREATE TABLE traces (
-            answer_id  TEXT PRIMARY KEY,  -- Answer.id: ans_…
-            agent      TEXT NOT NULL,
-            created_at TEXT NOT NULL,     -- UTC, YYYY-MM-DDTHH:MM:SS.ffffffZ (sorts as text)
-            trace      TEXT NOT NULL      -- the Trace, as JSON
-        );
-        CREATE INDEX traces_by_created_at ON traces (created_at);
-        """,
-    ),
+    ("0003_traces", _shared(TRACES)),
     (
         "0004_answer_sources",
-        """
-        -- The sources each stored answer holds text of: those it cites, lists or retrieved as
-        -- passages, and those of the answer it continues (its conversation quotes that one).
-        -- Deleting a source deletes these answers with it: a deleted text is never read back.
-        CREATE TABLE answer_sources (
-            source_id   TEXT NOT NULL,  -- src_…
-            response_id TEXT NOT NULL REFERENCES answers (id) ON DELETE CASCADE,
-            PRIMARY KEY (source_id, response_id)
-        ) WITHOUT ROWID;
-        CREATE INDEX answer_sources_by_response ON answer_sources (response_id);
+        _shared(ANSWER_SOURCES)
+        + """
         ALTER TABLE answers ADD COLUMN previous_id TEXT;  -- the stored answer this one continues
 
         INSERT OR IGNORE INTO answer_sources (source_id, response_id)
@@ -157,34 +131,16 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     (
         "0005_tenants",
         """
-        -- Workspaces, their agents, and the API keys that act in them. A key's secret is never
-        -- stored, only its SHA-256 (the secret is 32 random bytes: a slow hash would add nothing).
+        -- Workspaces, their agents, and the API keys that act in them.
         CREATE TABLE tenants (
             id         TEXT PRIMARY KEY,
             name       TEXT NOT NULL,
             created_at TEXT NOT NULL
         );
         INSERT INTO tenants VALUES ('default', 'Default', strftime('%Y-%m-%dT%H:%M:%f+00:00'));
-        CREATE TABLE api_keys (
-            id          TEXT PRIMARY KEY,
-            tenant_id   TEXT NOT NULL REFERENCES tenants (id),
-            name        TEXT NOT NULL,
-            secret_hash TEXT NOT NULL,
-            permissions TEXT NOT NULL,  -- JSON array
-            bucket_ids  TEXT,           -- JSON array; NULL: every bucket of the tenant
-            acl_labels  TEXT,           -- JSON array; NULL: every source
-            created_at  TEXT NOT NULL,
-            revoked_at  TEXT
-        );
-        CREATE INDEX api_keys_by_tenant ON api_keys (tenant_id);
-        CREATE TABLE agents (
-            tenant_id  TEXT NOT NULL REFERENCES tenants (id),
-            name       TEXT NOT NULL,
-            agent      TEXT NOT NULL,     -- the Agent, as JSON
-            created_at TEXT NOT NULL,
-            PRIMARY KEY (tenant_id, name)
-        );
-        """,
+        """
+        + _shared(API_KEYS)
+        + _shared(AGENTS),
     ),
     (
         "0006_answer_keeping",
@@ -212,67 +168,15 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         "0009_ingest_jobs",
-        """
-        -- Background ingests (Library.submit), here so that any process on the store can
-        -- finish one whose process died. The file's bytes wait in the blob folder meanwhile.
-        CREATE TABLE ingest_jobs (
-            id             TEXT PRIMARY KEY,  -- the id the source gets: src_…
-            tenant_id      TEXT NOT NULL,
-            bucket_id      TEXT NOT NULL,
-            filename       TEXT NOT NULL,
-            mime_type      TEXT NOT NULL,
-            content_hash   TEXT NOT NULL,
-            byte_size      INTEGER NOT NULL,
-            acl            TEXT NOT NULL,     -- JSON array of labels
-            metadata       TEXT NOT NULL,     -- JSON object
-            effective_date TEXT,
-            state          TEXT NOT NULL,     -- queued, running, done, failed
-            attempts       INTEGER NOT NULL,  -- runs started
-            lease_owner    TEXT,              -- the process running it
-            lease_expires  TEXT,              -- UTC, fixed width: when another may take it over
-            pages_done     INTEGER NOT NULL,
-            pages_total    INTEGER NOT NULL,
-            result_id      TEXT,              -- once done: the source it ended with
-            error          TEXT,              -- once failed: why
-            unreadable     INTEGER NOT NULL,  -- failed on the file itself
-            created_at     TEXT NOT NULL,     -- UTC, fixed width
-            updated_at     TEXT NOT NULL
-        );
-        CREATE INDEX ingest_jobs_by_bucket ON ingest_jobs (bucket_id, content_hash);
-        CREATE INDEX ingest_jobs_by_state ON ingest_jobs (state, lease_expires);
-        CREATE INDEX ingest_jobs_by_content_hash ON ingest_jobs (content_hash);
-        """,
+        _shared(INGEST_JOBS),
     ),
     (
         "0010_sources_per_labels",
-        """
+        f"""
         -- The same bytes may be held twice in a bucket under different ACL labels: a key that
         -- cannot see one copy stores its own, and learns nothing of the other. SQLite drops a
         -- table constraint only by rebuilding the table (migrate runs without foreign keys).
-        CREATE TABLE sources_rebuilt (
-            key            INTEGER PRIMARY KEY,
-            id             TEXT NOT NULL UNIQUE,
-            bucket_key     INTEGER NOT NULL REFERENCES buckets (key) ON DELETE CASCADE,
-            filename       TEXT NOT NULL,
-            mime_type      TEXT NOT NULL,
-            content_hash   TEXT NOT NULL,
-            byte_size      INTEGER NOT NULL,
-            version        INTEGER NOT NULL,
-            supersedes     TEXT,
-            superseded_by  TEXT,
-            status         TEXT NOT NULL,
-            ingest_pid     INTEGER,
-            title          TEXT,
-            language       TEXT,
-            modality       TEXT NOT NULL,
-            page_count     INTEGER,
-            char_count     INTEGER NOT NULL,
-            chunk_count    INTEGER NOT NULL,
-            effective_date TEXT,
-            acl            TEXT NOT NULL,   -- JSON array of labels, sorted
-            metadata       TEXT NOT NULL,   -- JSON object
-            created_at     TEXT NOT NULL,
-            text           TEXT NOT NULL
+        CREATE TABLE sources_rebuilt ({_SOURCE_COLUMNS}
         );
         INSERT INTO sources_rebuilt SELECT * FROM sources;
         DROP TABLE sources;
