@@ -20,7 +20,7 @@ from citewell.model import (
     Source,
     StoredAnswer,
 )
-from citewell.store.base import Store
+from citewell.store.base import Retention, Store
 from citewell.store.sqlite import SQLiteStore
 from tests.contracts.store import DIM, EMBEDDER, draft
 from tests.store.conftest import Backend
@@ -189,7 +189,7 @@ def test_renaming_an_unknown_bucket_is_not_found(store: Store) -> None:
 
 
 def test_stored_answers_are_kept_for_their_retention_only(backend: Backend) -> None:
-    store = backend.open(answer_retention_days=30)
+    store = backend.open(retention=Retention(answers=30))
     bucket = store.create_bucket("handbook", tenant_id="default").id
     cited = add(store, bucket, "refunds.txt", "Refunds are paid within thirty days.")
     keep(store, "resp_old", answer(cited=cited))
@@ -197,14 +197,14 @@ def test_stored_answers_are_kept_for_their_retention_only(backend: Backend) -> N
     store.close()
     old = (dt.datetime.now(dt.UTC) - dt.timedelta(days=31)).isoformat()  # as if kept 31 days ago
     backend.sql("UPDATE answers SET created_at = ? WHERE id = 'resp_old'", (old,))
-    store = backend.open(answer_retention_days=30)
+    store = backend.open(retention=Retention(answers=30))
     try:
         assert kept_ids(store, "resp_old", "resp_new") == ["resp_new"]
         quoting = backend.sql("SELECT DISTINCT response_id FROM answer_sources")
         assert quoting == [("resp_new",)]
     finally:
         store.close()
-    store = backend.open(answer_retention_days=0)
+    store = backend.open(retention=Retention(answers=0))
     try:
         keep(store, "resp_none", answer(cited=cited))
         assert kept_ids(store, "resp_new", "resp_none") == []

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from citewell.model import Span, Trace, Verdict
-from citewell.store.base import StoredTrace
+from citewell.store.base import Retention, StoredTrace
 from tests.store.conftest import Backend
 
 TRACE = Trace(
@@ -52,7 +52,7 @@ def test_a_trace_is_kept_with_its_verdicts(backend: Backend) -> None:
 
 
 def test_a_trace_older_than_the_retention_is_gone_after_reopening(backend: Backend) -> None:
-    store = backend.open(trace_retention_days=30)
+    store = backend.open(retention=Retention(traces=30))
     store.put_trace(stored("ans_recent", timedelta(days=29)))
     store.close()
     # written behind the store's back, as if kept by an earlier, longer setting
@@ -60,7 +60,7 @@ def test_a_trace_older_than_the_retention_is_gone_after_reopening(backend: Backe
         "INSERT INTO traces VALUES (?, ?, ?, ?)",
         ("ans_old", "citewell-agent", "2000-01-01T00:00:00.000000Z", TRACE.model_dump_json()),
     )
-    store = backend.open(trace_retention_days=30)
+    store = backend.open(retention=Retention(traces=30))
     try:
         assert [t.answer_id for t in store.list_traces()] == ["ans_recent"]
     finally:
@@ -68,7 +68,7 @@ def test_a_trace_older_than_the_retention_is_gone_after_reopening(backend: Backe
 
 
 def test_writing_a_trace_purges_expired_ones(backend: Backend) -> None:
-    store = backend.open(trace_retention_days=1)
+    store = backend.open(retention=Retention(traces=1))
     try:
         store.put_trace(stored("ans_old", timedelta(days=2)))
         store.put_trace(stored("ans_new", timedelta(0)))
@@ -78,10 +78,10 @@ def test_writing_a_trace_purges_expired_ones(backend: Backend) -> None:
 
 
 def test_a_retention_of_zero_keeps_no_trace(backend: Backend) -> None:
-    store = backend.open(trace_retention_days=30)
+    store = backend.open(retention=Retention(traces=30))
     store.put_trace(stored("ans_1", timedelta(0)))
     store.close()
-    store = backend.open(trace_retention_days=0)
+    store = backend.open(retention=Retention(traces=0))
     try:
         assert store.list_traces() == []
         store.put_trace(stored("ans_2", timedelta(0)))
@@ -92,7 +92,7 @@ def test_a_retention_of_zero_keeps_no_trace(backend: Backend) -> None:
 
 @pytest.mark.parametrize("retention_days", [30, 0])
 def test_a_trace_without_a_timezone_is_refused(backend: Backend, retention_days: int) -> None:
-    store = backend.open(trace_retention_days=retention_days)
+    store = backend.open(retention=Retention(traces=retention_days))
     try:
         naive = StoredTrace("ans_1", "citewell-agent", datetime(2026, 1, 1, 12), TRACE)
         with pytest.raises(ValueError, match="a trace's time must be timezone-aware"):

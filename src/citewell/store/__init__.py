@@ -8,12 +8,17 @@ from collections.abc import Callable
 
 from citewell.config import Settings
 from citewell.errors import ConfigError
-from citewell.store.base import Store
+from citewell.store.base import Retention, Store
 from citewell.store.objects import open_objects
 from citewell.store.objects.blobs import BlobStore
 from citewell.store.sqlite import SQLiteStore
 
 __all__ = ["Store", "open_store"]
+
+
+def _retention(settings: Settings) -> Retention:
+    privacy = settings.privacy
+    return Retention(traces=privacy.trace_retention_days, answers=privacy.answer_retention_days)
 
 
 def _sqlite(settings: Settings, embedder: str, dim: int) -> Store:
@@ -23,8 +28,7 @@ def _sqlite(settings: Settings, embedder: str, dim: int) -> Store:
         dim=dim,
         threads=settings.retrieve.threads,
         ann_threshold=settings.retrieve.ann_threshold,
-        trace_retention_days=settings.privacy.trace_retention_days,
-        answer_retention_days=settings.privacy.answer_retention_days,
+        retention=_retention(settings),
         blobs=BlobStore(open_objects(settings, "blobs")),
     )
 
@@ -48,8 +52,7 @@ def _postgres(settings: Settings, embedder: str, dim: int) -> Store:
         exact_below=settings.postgres.exact_below,
         index_memory=settings.postgres.index_memory,
         index_workers=settings.postgres.index_workers,
-        trace_retention_days=settings.privacy.trace_retention_days,
-        answer_retention_days=settings.privacy.answer_retention_days,
+        retention=_retention(settings),
         blobs=BlobStore(open_objects(settings, "blobs")),
     )
 

@@ -45,6 +45,7 @@ __all__ = [
     "FusedHit",
     "Fusion",
     "JobStore",
+    "Retention",
     "Scope",
     "SourceDraft",
     "SourceStore",
@@ -69,6 +70,19 @@ def new_id(prefix: str) -> str:
 
 def new_source_id() -> str:
     return new_id("src")
+
+
+@dataclass(frozen=True, slots=True)
+class Retention:
+    """How many days a store keeps each answer's trace and each stored answer (the privacy
+    settings); 0 keeps none."""
+
+    traces: int = 30
+    answers: int = 30
+
+    def __post_init__(self) -> None:
+        if min(self.traces, self.answers) < 0:
+            raise ValueError("retention days must be >= 0")
 
 
 @dataclass(frozen=True, slots=True)

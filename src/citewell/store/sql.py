@@ -38,6 +38,7 @@ from citewell.model import (
     Trace,
 )
 from citewell.store.base import (
+    Retention,
     SourceDraft,
     StoredTrace,
     Vectors,
@@ -75,8 +76,7 @@ class SqlStore(ABC, Generic[C]):
     """True of a row ``s`` of ``sources`` once the source is stored: SQLite writes one in steps,
     and until the last it is pending, seen by no read."""
     blobs: BlobStore
-    trace_retention_days: int
-    answer_retention_days: int
+    retention: Retention
 
     @abstractmethod
     def _write(self) -> AbstractContextManager[C]:
@@ -665,7 +665,7 @@ class SqlStore(ABC, Generic[C]):
     # answers ---------------------------------------------------------------------------------
     def put_answer(self, stored: StoredAnswer) -> None:
         self._purge_answers()
-        if self.answer_retention_days == 0:
+        if self.retention.answers == 0:
             return
         with self._write() as conn:
             if (
@@ -731,7 +731,7 @@ class SqlStore(ABC, Generic[C]):
 
     def _purge_answers(self) -> None:
         """Drop the stored answers older than the retention (with what they quote)."""
-        cutoff = _now() - timedelta(days=self.answer_retention_days)
+        cutoff = _now() - timedelta(days=self.retention.answers)
         with self._write() as conn:
             self._run(
                 conn, "DELETE FROM answers WHERE created_at < ?", (self._dialect.time(cutoff),)
@@ -742,7 +742,7 @@ class SqlStore(ABC, Generic[C]):
         if stored.created_at.tzinfo is None:
             raise ValueError("a trace's time must be timezone-aware")
         with self._write() as conn:
-            if self.trace_retention_days > 0:
+            if self.retention.traces > 0:
                 self._run(
                     conn,
                     "INSERT INTO traces (answer_id, agent, created_at, trace) VALUES (?, ?, ?, ?)"
@@ -778,7 +778,7 @@ class SqlStore(ABC, Generic[C]):
             self._drop_old_traces(conn)
 
     def _drop_old_traces(self, conn: C) -> None:
-        cutoff = _now() - timedelta(days=self.trace_retention_days)
+        cutoff = _now() - timedelta(days=self.retention.traces)
         self._run(conn, "DELETE FROM traces WHERE created_at < ?", (self._dialect.stamp(cutoff),))
 
     # tenants and keys ------------------------------------------------------------------------

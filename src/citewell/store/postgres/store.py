@@ -25,7 +25,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from citewell.model import ScoreBreakdown, Source
-from citewell.store.base import ChunkHit, FusedHit, Fusion, Scope, SourceDraft, Vectors
+from citewell.store.base import ChunkHit, FusedHit, Fusion, Retention, Scope, SourceDraft, Vectors
 from citewell.store.dialect import Clause, Dialect
 from citewell.store.objects import FolderObjects
 from citewell.store.objects.blobs import BlobStore
@@ -98,16 +98,12 @@ class PostgresStore(SqlStore[Connection]):
         exact_below: int = 2000,
         index_memory: str = "1GB",
         index_workers: int = 2,
-        trace_retention_days: int = 30,
-        answer_retention_days: int = 30,
+        retention: Retention = Retention(),
         blobs: BlobStore | None = None,
     ) -> None:
-        if min(trace_retention_days, answer_retention_days) < 0:
-            raise ValueError("retention days must be >= 0")
         self.embedder = embedder
         self.dim = dim
-        self.trace_retention_days = trace_retention_days
-        self.answer_retention_days = answer_retention_days
+        self.retention = retention
         self.blobs = blobs or BlobStore(FolderObjects(folder / "blobs"))
         self.blobs.sweep_temporary()
         self._ef_search = ef_search

@@ -26,7 +26,16 @@ import numpy as np
 
 from citewell.model import Source, SourceStatus
 from citewell.scalar_text import loads_scalar
-from citewell.store.base import ChunkHit, FusedHit, Fusion, Scope, SourceDraft, Vectors, chunk_id
+from citewell.store.base import (
+    ChunkHit,
+    FusedHit,
+    Fusion,
+    Retention,
+    Scope,
+    SourceDraft,
+    Vectors,
+    chunk_id,
+)
 from citewell.store.dialect import Clause, Dialect
 from citewell.store.filters import SqlParam, compile_filter
 from citewell.store.fusion import fuse
@@ -123,8 +132,7 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
         dim: int,
         threads: int = 1,
         ann_threshold: int = 50_000,
-        trace_retention_days: int = 30,
-        answer_retention_days: int = 30,
+        retention: Retention = Retention(),
         blobs: BlobStore | None = None,
     ) -> None:
         folder.mkdir(parents=True, exist_ok=True)
@@ -136,10 +144,7 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
         self._connections_lock = threading.Lock()
         self._write_lock = threading.RLock()
         self._sync_lock = threading.Lock()
-        if min(trace_retention_days, answer_retention_days) < 0:
-            raise ValueError("retention days must be >= 0")
-        self.trace_retention_days = trace_retention_days
-        self.answer_retention_days = answer_retention_days
+        self.retention = retention
         with _store_errors():
             migrate(self._conn())
         self._purge_traces()
