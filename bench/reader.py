@@ -22,6 +22,7 @@ its memory.
 
     .venv/bin/python bench/reader.py                 # ~25 min on 2 cores
     .venv/bin/python bench/reader.py --per-set 100   # a quicker look
+    .venv/bin/python bench/reader.py --sets hotpotqa,hotpotqa-answer
 """
 
 from __future__ import annotations
@@ -42,7 +43,13 @@ from citewell.embed.e5 import E5Small
 from citewell.read.blend import best_signals
 from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard
 from citewell.read.lexical import LexicalReader
-from citewell.read.training.data import Group, per_set, scifact_groups, validation_groups
+from citewell.read.training.data import (
+    Group,
+    hotpotqa_answer_groups,
+    per_set,
+    scifact_groups,
+    validation_groups,
+)
 from citewell.read.training.loop import AUC_SETS
 from citewell.read.training.metrics import roc_auc, top1
 from common import REPO, evaldata_dir, machine, percentile, reproduce_line, table
@@ -51,10 +58,10 @@ TRAINDATA = REPO.parent / "shared" / "traindata"
 
 
 def groups(count: int, seed: int) -> list[Group]:
-    """Up to ``count`` validation groups of each (task, set), seeded, and SciFact's."""
-    return per_set(
-        validation_groups(evaldata_dir(), TRAINDATA) + scifact_groups(evaldata_dir()), count, seed
-    )
+    """Up to ``count`` validation groups of each (task, set), seeded, with the sets that only
+    measure: SciFact's and HotpotQA's answer sentences."""
+    measured = scifact_groups(evaldata_dir()) + hotpotqa_answer_groups(evaldata_dir())
+    return per_set(validation_groups(evaldata_dir(), TRAINDATA) + measured, count, seed)
 
 
 class Scored(NamedTuple):
@@ -201,9 +208,11 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2, help="threads for the quality part")
     parser.add_argument("--repeats", type=int, default=50, help="latency samples")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sets", help="only these sets, comma-separated (e.g. hotpotqa,snli)")
     args = parser.parse_args()
     print(f"# citewell's reader — {machine()}")
-    found = groups(args.per_set, args.seed)
+    every = groups(args.per_set, args.seed)
+    found = [g for g in every if not args.sets or g.dataset in args.sets.split(",")]
     threshold = CrossEncoderReader(1, _cache_dir()).answerable_threshold
     started = time.perf_counter()
     scored = scorers(found, args.threads)
@@ -212,7 +221,7 @@ def main() -> None:
     print(f"(quality in {time.perf_counter() - started:.0f} s)")
     print(
         table(
-            latency(found, args.repeats),
+            latency(every, args.repeats),
             ["30 pairs, 1 thread", "p50 ms", "p95 ms", "× e5 embedding"],
         )
     )

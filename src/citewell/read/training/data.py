@@ -374,6 +374,34 @@ def _snli(folder: Path, file_part: str, part: Part) -> Iterator[Group]:
         )
 
 
+def hotpotqa_answer_groups(evaldata: Path) -> list[Group]:
+    """HotpotQA's validation questions in IRCoT's file (156 with two supporting paragraphs each,
+    the 17 of the sentence-labelled file among them): every sentence of the ten paragraphs, and
+    those of a supporting paragraph that hold a gold answer answer. Yes/no questions, whose
+    answer no sentence holds, are left out. Measurement only: the shipped reader was trained
+    without these questions (their training half is the next run's to learn from)."""
+    groups = []
+    path = evaldata / "hotpotqa" / "hotpotqa_dev_subsampled_500_ircot.jsonl"
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if article_part(f"id:{record['question_id']}") != "validation":
+            continue
+        answers = [a.casefold() for a in record["answers_objects"][0]["spans"]]
+        texts, labels = [], []
+        for paragraph in record["contexts"]:
+            text = paragraph["paragraph_text"]
+            for span in sentences(text):
+                sentence = text[span.start : span.end].strip()
+                holds = any(a in sentence.casefold() for a in answers)
+                texts.append(sentence)
+                labels.append(int(paragraph["is_supporting"] and holds))
+        if any(labels) and not {"yes", "no"} & set(answers):
+            groups.append(
+                Group("answers", "hotpotqa-answer", "en", record["question_text"], texts, labels)
+            )
+    return groups
+
+
 def scifact_groups(evaldata: Path) -> list[Group]:
     """SciFact's train claims against the sentences of the abstracts they cite: rationale
     sentences support. Measurement only (CC BY-NC): never in ``training_groups``."""
