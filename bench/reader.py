@@ -76,7 +76,7 @@ def scorers(found: Sequence[Group], threads: int) -> Scored:
     logit, word overlap (the lexical reader's own scores) and e5's cosine)."""
     reader = CrossEncoderReader(threads, _cache_dir())
     blends = ReaderCard.shipped().blends
-    signals = [reader.signals(g.task, g.first, g.candidates) for g in found]
+    signals = [reader.signals(g.task, g.first, g.candidates, g.contexts) for g in found]
     scores = {
         "reader": [blends[g.task].scores(s) for g, s in zip(found, signals, strict=True)],
         "network alone": [s[:, 0] for s in signals],

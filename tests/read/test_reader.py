@@ -153,6 +153,11 @@ def test_scores_blend_the_network_with_word_overlap_and_e5s_cosine(
     )
 
 
+def test_contexts_are_one_per_candidate(reader: CrossEncoderReader) -> None:
+    with pytest.raises(ValueError, match="1 contexts for 2 candidates"):
+        reader.signals("answers", "When?", ["In 1902.", "In May."], ["Museum"])
+
+
 def test_a_question_s_signals_are_read_once_for_its_scores_and_its_answerability(
     reader: CrossEncoderReader,
 ) -> None:

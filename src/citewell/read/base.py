@@ -31,11 +31,16 @@ class Reader(Protocol):
     answerable_threshold: float
     """The ``answerability`` below which the candidates do not answer the question."""
 
-    def score_answers(self, question: str, sentences: Sequence[str]) -> Scores:
-        """How likely each sentence answers (a part of) the question."""
+    def score_answers(
+        self, question: str, sentences: Sequence[str], contexts: Sequence[str] = ()
+    ) -> Scores:
+        """How likely each sentence answers (a part of) the question; ``contexts``, one per
+        sentence where given, is what each is part of (its document's or section's title)."""
         ...
 
-    def answerability(self, question: str, sentences: Sequence[str]) -> float:
+    def answerability(
+        self, question: str, sentences: Sequence[str], contexts: Sequence[str] = ()
+    ) -> float:
         """How likely any of the sentences answers the question (0 for none)."""
         ...
 

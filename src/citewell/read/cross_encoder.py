@@ -127,26 +127,39 @@ class CrossEncoderReader:
         self._e5 = E5Small(threads, cache_dir)
         self._remembered = lru_cache(maxsize=8)(self._read_signals)
 
-    def score_answers(self, question: str, sentences: Sequence[str]) -> Scores:
-        return self._blend("answers").scores(self.signals("answers", question, sentences))
+    def score_answers(
+        self, question: str, sentences: Sequence[str], contexts: Sequence[str] = ()
+    ) -> Scores:
+        signals = self.signals("answers", question, sentences, contexts)
+        return self._blend("answers").scores(signals)
 
-    def answerability(self, question: str, sentences: Sequence[str]) -> float:
+    def answerability(
+        self, question: str, sentences: Sequence[str], contexts: Sequence[str] = ()
+    ) -> float:
         if not sentences:
             return 0.0
-        best = best_signals(self.signals("answers", question, sentences))
+        best = best_signals(self.signals("answers", question, sentences, contexts))
         return float(self._blend("answerable").scores(best)[0])
 
     def score_support(self, claim: str, spans: Sequence[str]) -> Scores:
         return self._blend("supports").scores(self.signals("supports", claim, spans))
 
-    def signals(self, task: Task, first: str, seconds: Sequence[str]) -> Signals:
-        """Each candidate's network logit, word overlap and e5 cosine (``blend.SIGNALS``).
+    def signals(
+        self, task: Task, first: str, seconds: Sequence[str], contexts: Sequence[str] = ()
+    ) -> Signals:
+        """Each candidate's network logit, word overlap and e5 cosine (``blend.SIGNALS``); the
+        network reads each candidate in its context (``contexts``, one per candidate, or none),
+        if it was trained to.
 
         The last few are remembered: a caller that scores a question's sentences and then asks
         whether they answer it at all reads them once."""
-        return self._remembered(task, first, tuple(seconds))
+        if contexts and len(contexts) != len(seconds):
+            raise ValueError(f"{len(contexts)} contexts for {len(seconds)} candidates")
+        return self._remembered(task, first, tuple(seconds), tuple(contexts))
 
-    def _read_signals(self, task: Task, first: str, seconds: tuple[str, ...]) -> Signals:
+    def _read_signals(
+        self, task: Task, first: str, seconds: tuple[str, ...], contexts: tuple[str, ...]
+    ) -> Signals:
         if not seconds:
             return np.empty((0, 3), dtype=np.float32)
         if task == "answers":
@@ -154,7 +167,7 @@ class CrossEncoderReader:
         else:
             overlap = self._overlap.score_support(first, seconds)
         cosine = self._e5.embed_passages(seconds) @ self._e5.embed_query(first)
-        logits = self._logits(first, seconds, _COLUMN[task])
+        logits = self._logits(first, seconds, contexts or ("",) * len(seconds), _COLUMN[task])
         signals = np.stack([logits, overlap, cosine], axis=1).astype(np.float32)
         signals.setflags(write=False)  # shared by every caller of the remembered signals
         return signals
@@ -183,8 +196,14 @@ class CrossEncoderReader:
         )
         return Tokenizer(self._weights.vocabulary), session
 
-    def _logits(self, first: str, seconds: Sequence[str], column: int) -> np.ndarray:
+    def _logits(
+        self, first: str, seconds: Sequence[str], contexts: Sequence[str], column: int
+    ) -> np.ndarray:
+        limits = self._card.limits
         with self._model.use() as (tokenizer, session):
-            ids = [pair_ids(tokenizer, first, second, self._card.limits) for second in seconds]
+            ids = [
+                pair_ids(tokenizer, first, second, limits, context)
+                for second, context in zip(seconds, contexts, strict=True)
+            ]
             logits: np.ndarray = session.run(ids)[:, column]
         return logits

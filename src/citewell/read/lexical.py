@@ -28,7 +28,10 @@ class LexicalReader:
     def __init__(self) -> None:
         self._verifier = CalibratedVerifier()
 
-    def score_answers(self, question: str, sentences: Sequence[str]) -> Scores:
+    def score_answers(
+        self, question: str, sentences: Sequence[str], contexts: Sequence[str] = ()
+    ) -> Scores:
+        """Word overlap of each sentence alone (``contexts`` are not read)."""
         language = detect_language(question)
         asked = set(terms(question, language))
         weight = sum(len(t) for t in asked)
@@ -42,7 +45,9 @@ class LexicalReader:
 
         return np.array([overlap(s) for s in sentences], dtype=np.float32)
 
-    def answerability(self, question: str, sentences: Sequence[str]) -> float:
+    def answerability(
+        self, question: str, sentences: Sequence[str], contexts: Sequence[str] = ()
+    ) -> float:
         return float(self.score_answers(question, sentences).max(initial=0.0))
 
     def score_support(self, claim: str, spans: Sequence[str]) -> Scores:

@@ -65,7 +65,7 @@ def calibrate(
     reader = CrossEncoderReader(config.threads, run / "models", card)
     groups = per_set(calibration_groups(traindata, evaldata, config.seed), groups_per_set, 0)
     report(f"calibrating on {len(groups)} groups")
-    signals = [reader.signals(g.task, g.first, g.candidates) for g in groups]
+    signals = [reader.signals(g.task, g.first, g.candidates, g.contexts) for g in groups]
     blends: dict[Judgement, Blend] = {}
     for task in ("answers", "supports"):
         chosen = [i for i, g in enumerate(groups) if g.task == task]

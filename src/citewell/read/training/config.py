@@ -23,4 +23,4 @@ class TrainConfig:
     validation_per_set: int = 100
     """Validation groups read per (task, set) at each point of the curve."""
     checkpoint_minutes: float = 10.0
-    limits: PairLimits = PairLimits()
+    limits: PairLimits = PairLimits(context_chars=80)

@@ -28,6 +28,7 @@ part is validation; SciFact (CC BY-NC) only measures (``scifact_groups``), never
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import random
@@ -73,6 +74,12 @@ class Group:
     candidates: list[str]
     labels: list[int]
     answerable: bool = field(default=True)
+    contexts: list[str] = field(default_factory=list)
+    """Each candidate's context (the title of its article or paragraph); empty: none."""
+
+    def titled(self, title: str) -> Group:
+        """The group with every candidate in the context of one ``title``."""
+        return dataclasses.replace(self, contexts=[title] * len(self.candidates))
 
 
 def _hashed(salt: str, key: str) -> int:
@@ -138,7 +145,8 @@ def _all_groups(traindata: Path, evaldata: Path, rng: random.Random, part: Part)
         for title, article in _articles(path, english):
             if validated and validation_article(title):
                 if part == "validation":
-                    yield from _squad_article(dataset, language, article["paragraphs"], rng, part)
+                    paragraphs = article["paragraphs"]
+                    yield from _squad_article(dataset, language, article, paragraphs, rng, part)
                 continue
             # A set has too few training-side articles for a fifth of them to calibrate, so
             # their paragraphs are split (keyed by index: translations fall alike).
@@ -147,7 +155,7 @@ def _all_groups(traindata: Path, evaldata: Path, rng: random.Random, part: Part)
                 for index, paragraph in enumerate(article["paragraphs"])
                 if article_part(f"{title}#{index}", validated=False) == part
             ]
-            yield from _squad_article(dataset, language, chosen, rng, part)
+            yield from _squad_article(dataset, language, article, chosen, rng, part)
     yield from _clapnq(evaldata / "clapnq", rng, part)
     yield from _hotpotqa(evaldata / "hotpotqa", part)
 
@@ -207,13 +215,15 @@ def sentences(text: str) -> list[Span]:
 def _squad_article(
     dataset: str,
     language: str,
-    article: Sequence[dict[str, Any]],
+    article: dict[str, Any],
+    chosen: Sequence[dict[str, Any]],
     rng: random.Random,
     part: Part,
 ) -> Iterator[Group]:
-    """The groups of an article's paragraphs (those of one part); hard negatives come from the
-    same paragraphs."""
-    paragraphs = [(p, sentences(p["context"])) for p in article]
+    """The groups of an article's ``chosen`` paragraphs (those of one part), in the context of
+    its title; hard negatives come from the same paragraphs."""
+    title = " ".join(str(article.get("title") or "").replace("_", " ").split())
+    paragraphs = [(p, sentences(p["context"])) for p in chosen]
     pool = [p["context"][s.start : s.end] for p, spans in paragraphs for s in spans]
     for paragraph, spans in paragraphs:
         context = paragraph["context"]
@@ -228,9 +238,9 @@ def _squad_article(
                 continue  # an answer that does not lie where it says
             group = Group("answers", dataset, language, qa["question"], texts, labels, any(labels))
             if part == "validation":
-                yield group
+                yield group.titled(title)
                 continue
-            yield _trimmed(group, pool, rng) if part == "training" else group
+            yield (_trimmed(group, pool, rng) if part == "training" else group).titled(title)
             if answers and rng.random() < 0.3:
                 yield from _claims(dataset, language, qa, answers, paragraph, texts, labels, rng)
 
@@ -330,7 +340,8 @@ def _clapnq(folder: Path, rng: random.Random, part: Part) -> Iterator[Group]:
             if answered and not any(labels):
                 continue
             group = Group("answers", "clapnq", "en", record["input"], texts, labels, answered)
-            yield _trimmed(group, [], rng) if part == "training" else group
+            title = record["passages"][0].get("title", "")
+            yield (_trimmed(group, [], rng) if part == "training" else group).titled(title)
 
 
 def _overlaps(sentence: str, selected: str) -> bool:
@@ -343,14 +354,16 @@ def _hotpotqa(folder: Path, part: Part) -> Iterator[Group]:
             if article_part(f"id:{record['_id']}") != part:
                 continue
             facts = {(title, index) for title, index in record["supporting_facts"]}
-            texts, labels = [], []
+            texts, labels, titles = [], [], []
             for title, lines in record["context"]:
                 for index, line in enumerate(lines):
                     if line.strip():
                         texts.append(line.strip())
                         labels.append(int((title, index) in facts))
+                        titles.append(title)
             if any(labels):
-                yield Group("answers", "hotpotqa", "en", record["question"], texts, labels)
+                question = record["question"]
+                yield Group("answers", "hotpotqa", "en", question, texts, labels, contexts=titles)
 
 
 def _snli(folder: Path, file_part: str, part: Part) -> Iterator[Group]:
@@ -387,7 +400,7 @@ def hotpotqa_answer_groups(evaldata: Path) -> list[Group]:
         if article_part(f"id:{record['question_id']}") != "validation":
             continue
         answers = [a.casefold() for a in record["answers_objects"][0]["spans"]]
-        texts, labels = [], []
+        texts, labels, titles = [], [], []
         for paragraph in record["contexts"]:
             text = paragraph["paragraph_text"]
             for span in sentences(text):
@@ -395,9 +408,11 @@ def hotpotqa_answer_groups(evaldata: Path) -> list[Group]:
                 holds = any(a in sentence.casefold() for a in answers)
                 texts.append(sentence)
                 labels.append(int(paragraph["is_supporting"] and holds))
+                titles.append(paragraph["title"])
         if any(labels) and not {"yes", "no"} & set(answers):
+            question = record["question_text"]
             groups.append(
-                Group("answers", "hotpotqa-answer", "en", record["question_text"], texts, labels)
+                Group("answers", "hotpotqa-answer", "en", question, texts, labels, contexts=titles)
             )
     return groups
 

@@ -156,8 +156,9 @@ def _pairs(groups: list[Group], tokenizer: Tokenizer, limits: PairLimits) -> _Pa
     by_group: list[list[int]] = []
     for index, group in enumerate(groups):
         by_group.append(list(range(len(ids), len(ids) + len(group.candidates))))
-        for candidate, label in zip(group.candidates, group.labels, strict=True):
-            ids.append(pair_ids(tokenizer, group.first, candidate, limits))
+        contexts = group.contexts or [""] * len(group.candidates)
+        for candidate, label, context in zip(group.candidates, group.labels, contexts, strict=True):
+            ids.append(pair_ids(tokenizer, group.first, candidate, limits, context))
             owner.append(index)
             labels.append(label)
     return _Pairs(groups, ids, owner, labels, by_group, [])
