@@ -12,18 +12,7 @@ from typing import LiteralString
 
 import psycopg
 
-from citewell.store.tables import (
-    AGENTS,
-    ANSWER_SOURCES,
-    ANSWERS,
-    API_KEYS,
-    BUCKETS,
-    INGEST_JOBS,
-    POSTGRES,
-    TRACES,
-    VECTORS,
-    render,
-)
+from citewell.store import tables
 
 __all__ = ["MIGRATIONS", "migrate", "schema_lock"]
 
@@ -32,7 +21,7 @@ _LOCK_KEY = int.from_bytes(b"citewell", "big") >> 1
 
 
 def _shared(statement: LiteralString) -> LiteralString:
-    return render(statement, POSTGRES)
+    return tables.render(statement, tables.POSTGRES)
 
 
 MIGRATIONS: tuple[tuple[str, LiteralString], ...] = (
@@ -49,7 +38,7 @@ MIGRATIONS: tuple[tuple[str, LiteralString], ...] = (
         INSERT INTO tenants (id, name) VALUES ('default', 'Default');
 
         """
-        + _shared(BUCKETS)
+        + _shared(tables.BUCKETS)
         + """
         -- A source is written, with everything derived from it, in one transaction: there is no
         -- pending state to recover from.
@@ -133,19 +122,19 @@ MIGRATIONS: tuple[tuple[str, LiteralString], ...] = (
 
         -- Each embedder's vectors get their own HNSW index when a store opens with it.
         """
-        + _shared(VECTORS)
-        + _shared(ANSWERS)
+        + _shared(tables.VECTORS)
+        + _shared(tables.ANSWERS)
         + """
         ALTER TABLE answers ADD COLUMN previous_id text;  -- the stored answer this one continues
         ALTER TABLE answers ADD COLUMN key_id text;
         CREATE INDEX answers_by_created_at ON answers (created_at);
         """
-        + _shared(ANSWER_SOURCES)
-        + _shared(TRACES)
-        + _shared(API_KEYS)
-        + _shared(AGENTS),
+        + _shared(tables.ANSWER_SOURCES)
+        + _shared(tables.TRACES)
+        + _shared(tables.API_KEYS)
+        + _shared(tables.AGENTS),
     ),
-    ("0002_ingest_jobs", _shared(INGEST_JOBS)),
+    ("0002_ingest_jobs", _shared(tables.INGEST_JOBS)),
     (
         "0003_sources_per_labels",
         """

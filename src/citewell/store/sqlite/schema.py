@@ -9,18 +9,7 @@ from __future__ import annotations
 import sqlite3
 from datetime import UTC, datetime
 
-from citewell.store.tables import (
-    AGENTS,
-    ANSWER_SOURCES,
-    ANSWERS,
-    API_KEYS,
-    BUCKETS,
-    INGEST_JOBS,
-    SQLITE,
-    TRACES,
-    VECTORS,
-    render,
-)
+from citewell.store import tables
 
 __all__ = ["MIGRATIONS", "migrate"]
 
@@ -52,7 +41,7 @@ _SOURCE_COLUMNS = """
 
 
 def _shared(statement: str) -> str:
-    return render(statement, SQLITE)
+    return tables.render(statement, tables.SQLITE)
 
 
 MIGRATIONS: tuple[tuple[str, str], ...] = (
@@ -62,7 +51,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
         INSERT INTO meta VALUES ('generation', '0');
         """
-        + _shared(BUCKETS)
+        + _shared(tables.BUCKETS)
         + f"""
         -- A source is visible only once status = 'ready'. Rows in 'pending' belong to an ingest
         -- in progress (ingest_pid); after a crash they are removed at the next open.
@@ -101,7 +90,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         CREATE INDEX chunks_by_source ON chunks (source_key, idx);
         CREATE INDEX chunks_by_vector_key ON chunks (vector_key);
         """
-        + _shared(VECTORS)
+        + _shared(tables.VECTORS)
         + """
         -- Sources whose documents must still be removed from the lexical index. Written in the
         -- same transaction that removes (or abandons) the source, cleared once the index agrees.
@@ -110,12 +99,12 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         "0002_answers",
-        _shared(ANSWERS),
+        _shared(tables.ANSWERS),
     ),
-    ("0003_traces", _shared(TRACES)),
+    ("0003_traces", _shared(tables.TRACES)),
     (
         "0004_answer_sources",
-        _shared(ANSWER_SOURCES)
+        _shared(tables.ANSWER_SOURCES)
         + """
         ALTER TABLE answers ADD COLUMN previous_id TEXT;  -- the stored answer this one continues
 
@@ -139,8 +128,8 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         );
         INSERT INTO tenants VALUES ('default', 'Default', strftime('%Y-%m-%dT%H:%M:%f+00:00'));
         """
-        + _shared(API_KEYS)
-        + _shared(AGENTS),
+        + _shared(tables.API_KEYS)
+        + _shared(tables.AGENTS),
     ),
     (
         "0006_answer_keeping",
@@ -168,7 +157,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         "0009_ingest_jobs",
-        _shared(INGEST_JOBS),
+        _shared(tables.INGEST_JOBS),
     ),
     (
         "0010_sources_per_labels",
