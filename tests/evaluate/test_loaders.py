@@ -22,6 +22,7 @@ COUNTS = {
     "drcd": (3524, 3524, 383),
     "clapnq": (102 + 84, 102, 186),
     "hotpotqa": (156, 156, 1535),
+    "multipart": (3 * 179, 3 * 179, 45),
     "scifact": (807, 505, 5183),
     "rgb": (78 + 24 + 78, 78 + 24, 4530),
 }
@@ -123,3 +124,30 @@ def test_select_keeps_first_cases_per_language_and_only_their_documents(evaldata
     assert len(data.documents) == 3
     only = read(evaldata, "xquad").select(language="es")
     assert {c.language for c in only.cases} == {"es"} and len(only.documents) == 15
+
+
+def test_a_multipart_question_asks_two_of_an_article_s_questions_as_a_person_would(
+    evaldata: Path,
+) -> None:
+    data = read(evaldata, "multipart")
+    single = {(c.id, c.language): c for c in read(evaldata, "xquad").cases}
+    first = next(c for c in data.cases if c.language == "en")
+    one, two = (single[(i, "en")] for i in first.id.split("+"))
+
+    assert (
+        first.question
+        == "What is the Saxon Garden in Polish? And what was Warsaw's population in 1901?"
+    )
+    assert first.question == f"{one.question} And w{two.question[1:]}"
+    assert first.parts == (one.evidence, two.evidence)
+    assert first.evidence == one.evidence + two.evidence
+    assert one.article == two.article and first.bucket == "xquad-en"
+    asked = {c.language: c.question for c in data.cases if c.id == first.id}
+    assert (
+        asked["es"]
+        == "¿Cómo se llama al Jardín Sajón en polaco? ¿Y cuál era la población de Varsovia en 1901?"
+    )
+    assert asked["zh"].count("？") == 2 and "另外，" in asked["zh"]
+    for case in data.cases:  # two parts, never answered by the same words
+        (a, *_), (b, *_) = case.parts
+        assert a.filename != b.filename or a.end <= b.start or b.end <= a.start

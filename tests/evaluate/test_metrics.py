@@ -112,3 +112,29 @@ def test_citation_without_gold_ranges_is_judged_by_the_verifier() -> None:
 def test_failed_requests_are_left_out() -> None:
     pairs = [(case("1", evidence=GOLD), Outcome("", (), False, None, 0.0, error="boom"))]
     assert figures(pairs, [REFUSAL])["false_refusal"].n == 0
+
+
+def test_a_question_in_two_parts_is_complete_only_when_both_are_cited() -> None:
+    first, second = Evidence("a.txt", 10, 15, "Paris"), Evidence("a.txt", 40, 44, "1901")
+    asked = Case(
+        id="1+2",
+        language="en",
+        question="Where is it? And when was it built?",
+        answers=(),
+        evidence=(first, second),
+        answerable=True,
+        bucket="b",
+        documents=("a.txt",),
+        parts=((first,), (second,)),
+    )
+    both = Outcome(
+        "In Paris. In 1901.", (cite(8, 16, (0, 9)), cite(38, 46, (10, 18))), False, None, 1
+    )
+    one = Outcome("In Paris.", (cite(8, 16, (0, 9)),), False, None, 1)
+    declined = Outcome(REFUSAL, (), True, None, 1)
+
+    got = figures([(asked, both), (asked, one), (asked, declined)], [REFUSAL])
+
+    assert got["every_part_cited"].value == pytest.approx(1 / 3)
+    assert got["every_part_cited"].n == 3
+    assert figures([(case("x", evidence=GOLD), both)], [])["every_part_cited"].n == 0

@@ -68,6 +68,9 @@ class Case:
     article: str = ""
     """The title of the article the question was written on (SQuAD-format sets; "" in the
     others): what a split by article keys on."""
+    parts: tuple[tuple[Evidence, ...], ...] = ()
+    """For a question asked in several parts, each part's gold evidence: a complete answer cites
+    some of each. Empty for a question of one part."""
 
 
 _DROPPED = frozenset("\x00\ufeff")
@@ -265,6 +268,54 @@ def load_xquad(folder: Path, split: str) -> DataSet:
         if path.exists():
             squad_format(path, language, bucket=f"xquad-{language}", data=data)
     return data
+
+
+def load_multipart(folder: Path, split: str) -> DataSet:
+    """XQuAD's questions two at a time, asked as one ("When was it built? And who paid for
+    it?"), in English, Spanish and Chinese: in each article, its i-th question joined with the
+    one half the article's questions after it (so, most often, about another paragraph), where
+    both have gold evidence in different places."""
+    single = load_xquad(folder, split)
+    data = DataSet("multipart", documents=single.documents)
+    by_article: dict[tuple[str, str], list[Case]] = {}
+    for case in single.cases:
+        if case.evidence:
+            by_article.setdefault((case.bucket, case.article), []).append(case)
+    for cases in by_article.values():
+        half = len(cases) // 2
+        for first, second in zip(cases[:half], cases[half : 2 * half], strict=True):
+            if _same_place(first, second):
+                continue
+            data.cases.append(
+                replace(
+                    first,
+                    id=f"{first.id}+{second.id}",
+                    question=_asked_together(first.question, second.question, first.language),
+                    answers=(),
+                    evidence=first.evidence + second.evidence,
+                    parts=(first.evidence, second.evidence),
+                )
+            )
+    return data
+
+
+def _same_place(first: Case, second: Case) -> bool:
+    return any(
+        a.filename == b.filename and a.start < b.end and b.start < a.end
+        for a in first.evidence
+        for b in second.evidence
+    )
+
+
+def _asked_together(first: str, second: str, language: str) -> str:
+    """Two questions as one message, joined as a person would write them."""
+    second = second.strip()
+    if language == "zh":
+        return f"{first.strip()}另外，{second}"
+    if language == "es":
+        rest = second.removeprefix("¿")
+        return f"{first.strip()} ¿Y {rest[:1].lower()}{rest[1:]}"
+    return f"{first.strip()} And {second[:1].lower()}{second[1:]}"
 
 
 def load_squad2(folder: Path, split: str) -> DataSet:
@@ -487,6 +538,7 @@ LOADERS: dict[str, tuple[str, Callable[[Path, str], DataSet]]] = {
     "cmrc2018": ("cmrc2018", load_cmrc2018),
     "drcd": ("drcd", load_drcd),
     "hotpotqa": ("hotpotqa", load_hotpotqa),
+    "multipart": ("xquad", load_multipart),
     "rgb": ("rgb", load_rgb),
     "scifact": ("scifact", load_scifact),
     "squad2": ("squad_v2_dev_half", load_squad2),

@@ -187,6 +187,7 @@ def figures(pairs: Sequence[tuple[Case, Outcome]], refusals: Sequence[str]) -> d
                 for x in outcome.citations
             )
     with_answers = [(c, o) for c, o in answerable if c.answers]
+    in_parts = [(c, o) for c, o in answerable if c.parts]
     f1 = [
         0.0 if o.declined else max(token_f1(o.text, g) for g in c.answers) for c, o in with_answers
     ]
@@ -203,7 +204,15 @@ def figures(pairs: Sequence[tuple[Case, Outcome]], refusals: Sequence[str]) -> d
             len(with_answers),
         ),
         "token_f1": bootstrap_mean(f1),
+        "every_part_cited": wilson(
+            sum(not o.declined and _every_part_cited(c, o) for c, o in in_parts), len(in_parts)
+        ),
     }
+
+
+def _every_part_cited(case: Case, outcome: Outcome) -> bool:
+    """Whether some citation of the answer points at each part's gold evidence."""
+    return all(any(_overlaps(e, x) for e in part for x in outcome.citations) for part in case.parts)
 
 
 FIGURES = (
@@ -214,4 +223,5 @@ FIGURES = (
     "false_refusal",
     "contains_gold",
     "token_f1",
+    "every_part_cited",
 )
