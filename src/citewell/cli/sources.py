@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     metavar="KEY=VALUE",
     help="An attribute for filters (repeatable). VALUE is read as a number or true/false "
     "when it is one, else as text.",
+    callback=lambda _context, _param, items: dict(_attribute(item) for item in items),
 )
 @click.option(
     "--effective-date",
@@ -58,7 +59,7 @@ def ingest(
     bucket: str,
     create: bool,
     acl: tuple[str, ...],
-    metadata: tuple[str, ...],
+    metadata: dict[str, MetadataValue],
     effective_date: dt.datetime | None,
     as_json: bool,
     library: Library,
@@ -70,11 +71,10 @@ def ingest(
     """
     from citewell.render.records import IngestResponse
 
-    attributes = dict(_attribute(item) for item in metadata)
     files, failures = _walk(paths)
     options: dict[str, Any] = {
         "acl": frozenset(acl),
-        "metadata": attributes,
+        "metadata": metadata,
         "effective_date": effective_date.date() if effective_date else None,
     }
     records: list[dict[str, Any]] = []
@@ -167,7 +167,7 @@ def _reason(exc: BaseException) -> str:
 def _attribute(item: str) -> tuple[str, MetadataValue]:
     key, sep, raw = item.partition("=")
     if not sep or not key:
-        raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--metadata")
+        raise click.BadParameter(f"{item!r} is not KEY=VALUE")
     try:
         value = json.loads(raw)
     except ValueError:

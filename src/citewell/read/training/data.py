@@ -49,6 +49,7 @@ __all__ = [
     "Task",
     "article_part",
     "calibration_groups",
+    "hotpotqa_answer_groups",
     "per_set",
     "scifact_groups",
     "training_groups",
@@ -389,8 +390,8 @@ def _snli(folder: Path, file_part: str, part: Part) -> Iterator[Group]:
 
 def hotpotqa_answer_groups(evaldata: Path) -> list[Group]:
     """HotpotQA's validation questions in IRCoT's file (156 with two supporting paragraphs each,
-    the 17 of the sentence-labelled file among them): every sentence of the ten paragraphs, and
-    those of a supporting paragraph that hold a gold answer answer. Yes/no questions, whose
+    the 17 of the sentence-labelled file among them): every sentence of the ten paragraphs; the
+    ones that answer lie in a supporting paragraph and hold a gold answer. Yes/no questions, whose
     answer no sentence holds, are left out. Measurement only: the shipped reader was trained
     without these questions (their training half is the next run's to learn from)."""
     groups = []
