@@ -142,3 +142,10 @@ def test_a_stored_trace_holds_no_text(backend: Backend) -> None:
         "timings_ms",
         "settings_fingerprint",
     }
+
+
+def test_a_negative_retention_is_refused() -> None:
+    with pytest.raises(ValueError, match="retention days must be >= 0"):
+        Retention(traces=-1)
+    with pytest.raises(ValueError, match="retention days must be >= 0"):
+        Retention(answers=-1)
