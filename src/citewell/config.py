@@ -163,6 +163,13 @@ class ReadSettings(_Group):
         ge=1,
         description="Threads the reader's model computes with.",
     )
+    candidates: int = Field(
+        default=8,
+        ge=1,
+        le=50,
+        description="Evidence sentences the reader reads for each part of a question: those word "
+        "overlap ranks highest. Each costs one pass of the network (docs/reader.md, latency).",
+    )
 
 
 class OpenAICompatibleSettings(_Group):

@@ -1,7 +1,8 @@
 """The answer engine: ``ask(question, agent, principal) -> Answer``, and its streaming twin.
 
     retrieve (hybrid, permission-filtered) → drop copies → pack numbered evidence sentences
-    → generate → attribute each claim → verify each citation → Answer
+    → read them (the reader: which answer each part of the question, and whether any does)
+    → generate, or decline → attribute each claim → verify each citation → Answer
 
 Every API surface renders what this module produces; none re-runs retrieval or re-derives a
 citation. ``stream`` yields, in order: ``Retrieved`` once, then ``TextDelta`` and ``ClaimDone``
@@ -36,6 +37,7 @@ from citewell.model import (
     Answer,
     Bucket,
     CompoundFilter,
+    Evidence,
     Filter,
     Passage,
     Principal,
@@ -44,7 +46,9 @@ from citewell.model import (
     Tenant,
     Turn,
 )
+from citewell.read import Reader
 from citewell.redact import redact_passage
+from citewell.rerank import read_evidence
 from citewell.store.base import StoredTrace
 
 __all__ = [
@@ -57,7 +61,9 @@ class Engine:
 
     ``verifier`` scores the citations of every agent whose ``verifier`` is 'calibrated'. An agent
     that names 'openai-compatible' is judged by a ``ChatJudge`` of its model instead, with
-    ``verifier`` standing in when the judge gives no verdict.
+    ``verifier`` standing in when the judge gives no verdict. A trained ``reader`` reads the
+    evidence of every answer before its generator does (``citewell.rerank``); without one,
+    generators judge the evidence themselves.
     """
 
     def __init__(
@@ -67,9 +73,11 @@ class Engine:
         verifier: Verifier,
         agents: Sequence[Agent] = (Agent(),),
         *,
+        reader: Reader | None = None,
         keep_traces: bool = False,
     ) -> None:
         self.library = library
+        self.reader = reader if reader is not None and reader.trained else None
         self.keep_traces = keep_traces
         """Whether each answer's trace goes to the store (the API's answers; the store applies
         the retention)."""
@@ -194,17 +202,21 @@ class Engine:
     def open(
         cls, library: Library, agents: Sequence[Agent] | None = None, *, keep_traces: bool = False
     ) -> Engine:
-        """The engine of a library, with every registered generator; by default one agent, the
-        default ``citewell-agent``."""
+        """The engine of a library, with every registered generator and the configured reader
+        (its support head verifies citations); by default one agent, ``citewell-agent``."""
         from citewell.cite.verify import CalibratedVerifier
         from citewell.generate import open_generators
+        from citewell.read import open_reader
+        from citewell.read.verifier import ReaderVerifier
 
         generators = open_generators(library.settings)
+        reader = open_reader(library.settings)
         return cls(
             library,
             generators,
-            CalibratedVerifier(),
+            ReaderVerifier(reader) if reader.trained else CalibratedVerifier(),
             agents or (Agent(),),
+            reader=reader,
             keep_traces=keep_traces,
         )
 
@@ -235,28 +247,34 @@ class Engine:
             # Before anything reads them: a stream cannot take back what it has sent.
             passages = tuple(redact_passage(p, agent.redact) for p in passages)
         retrieved_at = time.perf_counter()
-        yield Retrieved(passages, question.text)
-        # In a worker thread: the passages of a large request document are seconds of work.
+        # In a worker thread: the passages of a large request document are seconds of work, and
+        # reading them is a network pass per candidate sentence.
         evidence = await anyio.to_thread.run_sync(
-            lambda: build_evidence(
-                question.text,
-                detect_language(question.text) or _main_language(passages),
-                passages,
-                history=question.history,
-                instructions=question.instructions,
+            lambda: self._read(
+                build_evidence(
+                    question.text,
+                    detect_language(question.text) or _main_language(passages),
+                    passages,
+                    history=question.history,
+                    instructions=question.instructions,
+                ),
+                agent,
             )
         )
+        read_at = time.perf_counter()
+        yield Retrieved(evidence.passages, question.text)
         pages = self._pages(question, passages)
         attribution = Attribution(evidence, agent, self._verifier(agent), pages)
         writer = AnswerWriter(evidence, agent, attribution)
         # Nothing to answer from: no generator is asked, so none can guess from memory.
-        drafts = generator.generate(evidence, agent=agent) if evidence.sentences else _declined()
+        drafts = generator.generate(evidence, agent=agent) if _answerable(evidence) else _declined()
         async for event in writer.write(drafts):
             yield event
         done = time.perf_counter()
         timings = {
             "retrieve": round((retrieved_at - started) * 1000, 2),
-            "generate": round((done - retrieved_at) * 1000, 2),
+            "read": round((read_at - retrieved_at) * 1000, 2),
+            "generate": round((done - read_at) * 1000, 2),
             "total": round((done - started) * 1000, 2),
         }
         answer = writer.answer(question, agent, timings, self.library.settings.fingerprint())
@@ -292,6 +310,18 @@ class Engine:
         )
         return distinct_passages(found, limit)
 
+    def _read(self, evidence: Evidence, agent: Agent) -> Evidence:
+        """The evidence as the reader read it for this agent (as it is, without a reader)."""
+        if self.reader is None or not evidence.sentences:
+            return evidence
+        threshold = agent.answerable_threshold
+        return read_evidence(
+            evidence,
+            self.reader,
+            candidates=self.library.settings.read.candidates,
+            threshold=self.reader.answerable_threshold if threshold is None else threshold,
+        )
+
     def _verifier(self, agent: Agent) -> Verifier:
         """The verifier the agent names; ``GeneratorUnavailable`` if its judge is unconfigured."""
         if agent.verifier == "calibrated":
@@ -324,6 +354,14 @@ def _buckets(
     if agent.bucket_ids:
         return tuple(library.get_bucket(b, principal=principal) for b in agent.bucket_ids)
     return tuple(library.list_buckets(principal=principal))
+
+
+def _answerable(evidence: Evidence) -> bool:
+    """Whether there is anything to answer from: some evidence, and where a reader read it, a
+    part of the question it found answered."""
+    if evidence.reading:
+        return any(part.answered for part in evidence.reading)
+    return bool(evidence.sentences)
 
 
 async def _declined() -> AsyncIterator[Draft]:

@@ -56,9 +56,12 @@ __all__ = [
     "NOT_READ",
     "Page",
     "PageRegion",
+    "PartReading",
     "Passage",
     "Permission",
     "Principal",
+    "QuestionPart",
+    "ReadSentence",
     "Redaction",
     "RetrievalMode",
     "ScoreBreakdown",
@@ -473,6 +476,14 @@ class Agent(_Model):
     max_sources: int = Field(
         default=5, ge=1, le=50, description="Most sources cited in one answer."
     )
+    answerable_threshold: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Least probability, by the reader, that the sources answer a part of the "
+        "question for it to be answered; below it for every part, the agent declines. None: "
+        "the threshold the reader was calibrated at (its card's).",
+    )
     support_threshold: float = Field(
         default=0.4,
         ge=0,
@@ -575,6 +586,26 @@ class Verdict(_Model):
     )
 
 
+class QuestionPart(_Model):
+    """One thing the question asks ("How much is it, and when is it open?" asks two), as the
+    reader judged the evidence for it."""
+
+    text: str = Field(description="The part, as asked.")
+    answerable: float = Field(
+        ge=0, le=1, description="The reader's probability that the evidence answers this part."
+    )
+    answered: bool = Field(description="Whether that reached the agent's answerable threshold.")
+
+
+class ReadSentence(_Model):
+    """The reader's score of one evidence sentence as an answer to one part of the question."""
+
+    part: int = Field(ge=0, description="Index of the part in Trace.question_parts.")
+    chunk_id: str = Field(description="The chunk holding the sentence.")
+    span: Span = Field(description="Range of the source's canonical text.")
+    answers: float = Field(ge=0, le=1, description="Probability that the sentence answers it.")
+
+
 class Trace(_Model):
     """What happened while answering, kept for evaluation and audit (ids and scores only)."""
 
@@ -582,6 +613,12 @@ class Trace(_Model):
     cited_chunk_ids: tuple[str, ...] = Field(default=(), description="Cited, in citation order.")
     verdicts: tuple[Verdict, ...] = Field(
         default=(), description="Every candidate citation the verifier judged, in judging order."
+    )
+    question_parts: tuple[QuestionPart, ...] = Field(
+        default=(), description="What the question asks, part by part; empty if no reader read."
+    )
+    read_sentences: tuple[ReadSentence, ...] = Field(
+        default=(), description="Every sentence the reader read, best first within each part."
     )
     timings_ms: dict[str, float] = Field(default_factory=dict, description="Stage durations.")
     settings_fingerprint: str = Field(default="", description="Hash of the settings in force.")
@@ -637,6 +674,20 @@ class Turn:
 
 
 @dataclass(frozen=True, slots=True)
+class PartReading:
+    """What the reader made of the evidence for one part of the question."""
+
+    text: str
+    answerable: float
+    """Probability that the sentences read answer this part."""
+    answered: bool
+    """Whether ``answerable`` reached the agent's threshold: the part is to be answered."""
+    answers: tuple[tuple[int, float], ...]
+    """(evidence sentence number, probability that it answers this part), best first; only
+    the sentences read (the candidates), never a heading."""
+
+
+@dataclass(frozen=True, slots=True)
 class Evidence:
     question: str
     language: str | None
@@ -647,6 +698,9 @@ class Evidence:
     history: tuple[Turn, ...] = ()
     instructions: str | None = None
     """The caller's system or developer instructions, if any."""
+    reading: tuple[PartReading, ...] = ()
+    """The reader's judgement, part by part of the question; empty where no trained reader
+    read the evidence (then generators judge the sentences themselves)."""
 
 
 CharBoxes = npt.NDArray[np.float32]

@@ -3,6 +3,7 @@ it declines."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 from citewell.events import CitedSentence, Declined, Draft
 from citewell.generate.answer_types import AnswerType, expected_type, without_type_phrase
 from citewell.generate.extractive import ExtractiveGenerator, Weights
-from citewell.model import Agent, Evidence
+from citewell.model import Agent, Evidence, PartReading
 from tests.generate.samples import REFUNDS, SHIPPING, Doc, evidence, split_sentences
 
 WARSAW = 0
@@ -250,3 +251,75 @@ def test_a_chinese_sentence_wrapped_across_lines_is_joined_without_a_space() -> 
     )
     drafts = ExtractiveGenerator().drafts(found, agent=Agent())
     assert drafts == [CitedSentence("茶园每天上午八点开门，下午五点停止入园。", (1,))]
+
+
+# where a reader read the evidence --------------------------------------------------------------
+HOURS_AND_PRICE = [
+    Doc(["The shop opens at nine.", "It closes at six."], filename="hours.md"),
+    Doc(["Membership costs forty euros a year.", "Students pay fifteen."], filename="price.md"),
+]
+
+
+def read(found: Evidence, *parts: tuple[str, bool, dict[int, float]]) -> Evidence:
+    """The evidence as a reader left it: for each part, whether it is answered and the scores
+    of the sentences read (by evidence number)."""
+    reading = tuple(
+        PartReading(
+            text,
+            max(scores.values(), default=0.0),
+            answered,
+            tuple(sorted(scores.items(), key=lambda pair: -pair[1])),
+        )
+        for text, answered, scores in parts
+    )
+    return dataclasses.replace(found, reading=reading)
+
+
+def test_each_answered_part_gets_its_likeliest_sentence_in_the_questions_order() -> None:
+    asked = evidence("How much is membership, and when do you open?", HOURS_AND_PRICE)
+    found = read(
+        asked,
+        ("How much is membership?", True, {3: 0.91, 4: 0.40, 1: 0.02}),
+        ("When do you open?", True, {1: 0.83, 2: 0.55}),
+    )
+    assert drafts(found) == [
+        CitedSentence("Membership costs forty euros a year.", (3,)),
+        CitedSentence(" The shop opens at nine.", (1,)),
+    ]
+
+
+def test_a_part_the_reader_found_unanswered_gets_no_sentence() -> None:
+    asked = evidence("How much is membership, and who founded the shop?", HOURS_AND_PRICE)
+    found = read(
+        asked,
+        ("How much is membership?", True, {3: 0.91}),
+        ("Who founded the shop?", False, {1: 0.12, 3: 0.05}),
+    )
+    assert drafts(found) == [CitedSentence("Membership costs forty euros a year.", (3,))]
+
+
+def test_one_sentence_answering_two_parts_is_said_once() -> None:
+    asked = evidence("When do you open and when do you close?", HOURS_AND_PRICE)
+    found = read(
+        asked,
+        ("When do you open?", True, {1: 0.9}),
+        ("When do you close?", True, {1: 0.7, 2: 0.6}),
+    )
+    assert drafts(found) == [CitedSentence("The shop opens at nine.", (1,))]
+
+
+def test_no_part_answered_is_declined_whatever_word_overlap_says() -> None:
+    asked = evidence("When does the shop open?", HOURS_AND_PRICE)
+    assert drafts(read(asked, ("When does the shop open?", False, {1: 0.45}))) == [Declined()]
+
+
+def test_the_reader_cannot_take_an_answer_past_the_agents_sources() -> None:
+    asked = evidence("How much is membership, and when do you open?", HOURS_AND_PRICE)
+    found = read(
+        asked,
+        ("How much is membership?", True, {3: 0.91}),
+        ("When do you open?", True, {1: 0.83}),
+    )
+    assert drafts(found, max_sources=1) == [
+        CitedSentence("Membership costs forty euros a year.", (3,))
+    ]

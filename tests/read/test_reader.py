@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from citewell.config import Settings
+from citewell.config import ReadSettings, Settings
 from citewell.encoder import E5Weights, Tokenizer
 from citewell.errors import ConfigError
 from citewell.read import open_reader
@@ -22,6 +22,9 @@ from citewell.read.training.data import Group, validation_groups
 from citewell.read.training.net import ReaderNet
 
 pytestmark = pytest.mark.slow
+
+TRAINED = ReadSettings(reader="citewell-reader", threads=1)
+"""The suite reads by word overlap unless a test asks for the trained reader (conftest.py)."""
 
 
 @pytest.fixture(scope="module")
@@ -184,7 +187,8 @@ def test_word_overlap_answers_with_its_best_sentence() -> None:
 
 
 def test_the_default_reader_is_the_trained_one(tmp_path: Path) -> None:
-    reader = open_reader(Settings(model_cache_dir=tmp_path))
+    assert ReadSettings.model_fields["reader"].default == "citewell-reader"
+    reader = open_reader(Settings(model_cache_dir=tmp_path, read=TRAINED))
     assert isinstance(reader, CrossEncoderReader) and reader.trained
     assert isinstance(open_reader(Settings(read={"reader": "lexical"})), LexicalReader)
 
@@ -197,6 +201,6 @@ def test_a_damaged_delta_falls_back_to_word_overlap_and_says_so(
     monkeypatch.setattr(ReaderCard, "shipped", classmethod(lambda cls: damaged))
     with pytest.raises(ConfigError, match="not the 000"):
         CrossEncoderReader(1, tmp_path).build()
-    reader = open_reader(Settings(model_cache_dir=tmp_path))
+    reader = open_reader(Settings(model_cache_dir=tmp_path, read=TRAINED))
     assert isinstance(reader, LexicalReader) and not reader.trained
     assert "reading by word overlap instead" in capsys.readouterr().err

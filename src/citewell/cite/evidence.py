@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from citewell.model import Evidence, EvidenceSentence, Passage, Turn
 
-__all__ = ["build_evidence", "distinct_passages"]
+__all__ = ["build_evidence", "distinct_passages", "is_heading"]
 
 
 def distinct_passages(passages: Sequence[Passage], limit: int) -> tuple[Passage, ...]:
@@ -51,3 +51,16 @@ def build_evidence(
         history=tuple(history),
         instructions=instructions,
     )
+
+
+def is_heading(evidence: Evidence, sentence: EvidenceSentence) -> bool:
+    """Whether the sentence is a heading of its passage or the title of its source: it names a
+    topic and answers nothing."""
+    passage = evidence.passages[sentence.passage_index]
+    key = _normalised(sentence.text.strip().lstrip("#").strip())
+    names = (*passage.chunk.heading_path, passage.source.title or "")
+    return any(key == _normalised(name) for name in names if name)
+
+
+def _normalised(text: str) -> str:
+    return " ".join(text.split()).casefold()

@@ -29,7 +29,17 @@ from citewell.events import (
 )
 from citewell.ingest.base import Block, BlockKind
 from citewell.ingest.segment import sentence_spans
-from citewell.model import Agent, Answer, Claim, Evidence, GroundingState, Span, Trace
+from citewell.model import (
+    Agent,
+    Answer,
+    Claim,
+    Evidence,
+    GroundingState,
+    QuestionPart,
+    ReadSentence,
+    Span,
+    Trace,
+)
 
 __all__ = ["REFUSALS", "AnswerWriter"]
 
@@ -178,9 +188,29 @@ class AnswerWriter:
                 retrieved_chunk_ids=tuple(p.chunk.id for p in self.evidence.passages),
                 cited_chunk_ids=tuple(dict.fromkeys(c.chunk_id for c in attribution.citations)),
                 verdicts=tuple(attribution.verdicts),
+                question_parts=tuple(
+                    QuestionPart(
+                        text=part.text, answerable=round(part.answerable, 4), answered=part.answered
+                    )
+                    for part in self.evidence.reading
+                ),
+                read_sentences=self._read_sentences(),
                 timings_ms=timings,
                 settings_fingerprint=fingerprint,
             ),
+        )
+
+    def _read_sentences(self) -> tuple[ReadSentence, ...]:
+        sentences, passages = self.evidence.sentences, self.evidence.passages
+        return tuple(
+            ReadSentence(
+                part=part,
+                chunk_id=passages[sentences[number - 1].passage_index].chunk.id,
+                span=sentences[number - 1].span,
+                answers=round(score, 4),
+            )
+            for part, reading in enumerate(self.evidence.reading)
+            for number, score in reading.answers
         )
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import anyio.to_thread
 
+from citewell.cite.evidence import is_heading
 from citewell.events import CitedSentence, Declined, Draft
 from citewell.generate.answer_types import carries, expected_type
 from citewell.generate.overlap import QuestionTerms, sentence_overlaps
@@ -104,7 +105,7 @@ def sentence_features(evidence: Evidence) -> list[Features]:
                 retrieval=evidence.passages[sentence.passage_index].scores.fused,
                 rank=sentence.passage_index / last,
                 matched=overlap.matched,
-                heading=_is_heading(evidence, sentence.passage_index, sentence.text),
+                heading=is_heading(evidence, sentence),
             )
         )
     return features
@@ -126,7 +127,11 @@ class ExtractiveGenerator:
 
     def drafts(self, evidence: Evidence, *, agent: Agent) -> list[Draft]:
         """What ``generate`` yields, computed at once (there is nothing to wait for)."""
-        chosen = self.choose(evidence, sentence_features(evidence), max_sources=agent.max_sources)
+        if evidence.reading:
+            chosen = self.choose_read(evidence, max_sources=agent.max_sources)
+        else:
+            features = sentence_features(evidence)
+            chosen = self.choose(evidence, features, max_sources=agent.max_sources)
         if not chosen:
             return [Declined()]
         drafts: list[Draft] = []
@@ -178,6 +183,31 @@ class ExtractiveGenerator:
         first, rest = chosen[0], chosen[1:]
         return [first, *sorted(rest, key=lambda i: (evidence.sentences[i].passage_index, i))]
 
+    def choose_read(self, evidence: Evidence, *, max_sources: int) -> list[int]:
+        """Indices of the sentences to answer with, where a reader read the evidence: for each
+        part of the question it found answered, in the question's order, the sentence it found
+        likeliest to answer that part; one sentence answering two parts is said once. Empty (to
+        decline) when no part is answered."""
+        chosen: list[int] = []
+        texts: set[str] = set()
+        sources: set[str] = set()
+        for part in evidence.reading:
+            if not part.answered:
+                continue
+            for number, _ in part.answers:
+                index = number - 1
+                if index in chosen:
+                    break  # this part's answer is in the answer already
+                text = _normalised(evidence.sentences[index].text)
+                source = _source_id(evidence, index)
+                if text in texts or (source not in sources and len(sources) >= max_sources):
+                    continue
+                chosen.append(index)
+                texts.add(text)
+                sources.add(source)
+                break
+        return chosen
+
     def _answers(self, f: Features) -> bool:
         """Whether the best sentence answers well enough not to decline."""
         if f.answer_type < 0:
@@ -189,13 +219,6 @@ class ExtractiveGenerator:
         if f.overlap < self.weights.decline_below or not f.matched:
             return False
         return len(f.matched - covered) / len(f.matched) >= self.weights.extra_gain
-
-
-def _is_heading(evidence: Evidence, passage_index: int, text: str) -> bool:
-    passage = evidence.passages[passage_index]
-    key = _normalised(text.strip().lstrip("#").strip())
-    names = (*passage.chunk.heading_path, passage.source.title or "")
-    return any(key == _normalised(name) for name in names if name)
 
 
 def _normalised(text: str) -> str:

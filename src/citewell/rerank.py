@@ -1,0 +1,174 @@
+"""The reader reads the evidence before any generator does.
+
+    question → its parts → each part's candidate sentences → the reader's P(answers) for each
+    → each part answerable or not → passages reordered, best-read first
+
+A question may ask two things ("How much is a membership, and when is the workshop open?"): each
+part is read on its own, so the sentence that answers the second is not outranked by the first
+one's answer, and the answer can hold one for each. Reading costs one pass of the network per
+(part, sentence) pair, so only the ``candidates`` sentences per part that word overlap ranks
+highest are read (the network then decides among them); headings are never read, as they name a
+topic and answer nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from citewell.cite.evidence import build_evidence, is_heading
+from citewell.language import is_cjk
+from citewell.model import Evidence, EvidenceSentence, PartReading
+from citewell.read import Reader
+from citewell.read.lexical import LexicalReader
+
+__all__ = ["question_parts", "read_evidence"]
+
+
+def read_evidence(
+    evidence: Evidence, reader: Reader, *, candidates: int, threshold: float
+) -> Evidence:
+    """The evidence with the reader's ``reading`` of each question part, its passages reordered
+    by the best score any of their sentences got (retrieval order among equals)."""
+    readable = [s for s in evidence.sentences if not is_heading(evidence, s)]
+    if not readable:
+        return evidence
+    readings = [
+        _read_part(part, readable, evidence, reader, candidates=candidates, threshold=threshold)
+        for part in question_parts(evidence.question)
+    ]
+    return _reordered(evidence, readings)
+
+
+def _read_part(
+    part: str,
+    readable: Sequence[EvidenceSentence],
+    evidence: Evidence,
+    reader: Reader,
+    *,
+    candidates: int,
+    threshold: float,
+) -> PartReading:
+    overlap = LexicalReader().score_answers(part, [s.text for s in readable])
+    ranked = sorted(range(len(readable)), key=lambda i: (-overlap[i], i))
+    read = [readable[i] for i in ranked[:candidates]]
+    texts = [s.text for s in read]
+    contexts = [_context(evidence, s) for s in read]
+    scores = reader.score_answers(part, texts, contexts)
+    answerable = reader.answerability(part, texts, contexts)
+    answers = sorted(
+        ((s.number, float(score)) for s, score in zip(read, scores, strict=True)),
+        key=lambda pair: (-pair[1], pair[0]),
+    )
+    return PartReading(part, answerable, answerable >= threshold, tuple(answers))
+
+
+def _context(evidence: Evidence, sentence: EvidenceSentence) -> str:
+    """What the sentence is part of, as the reader was trained to read it: its source's title,
+    then its section's headings."""
+    passage = evidence.passages[sentence.passage_index]
+    names = (passage.source.title or "", *passage.chunk.heading_path)
+    return ": ".join(name for name in names if name)
+
+
+def _reordered(evidence: Evidence, readings: Sequence[PartReading]) -> Evidence:
+    """The evidence rebuilt with its passages best-read first, each reading's sentence numbers
+    moved with them."""
+    best = [-1.0] * len(evidence.passages)
+    for reading in readings:
+        for number, score in reading.answers:
+            index = evidence.sentences[number - 1].passage_index
+            best[index] = max(best[index], score)
+    order = sorted(range(len(evidence.passages)), key=lambda i: (-best[i], i))
+    rebuilt = build_evidence(
+        evidence.question,
+        evidence.language,
+        [evidence.passages[i] for i in order],
+        history=evidence.history,
+        instructions=evidence.instructions,
+    )
+    position = {old: new for new, old in enumerate(order)}
+    numbered = {(s.passage_index, s.span.start): s.number for s in rebuilt.sentences}
+
+    def renumbered(old: int) -> int:
+        sentence = evidence.sentences[old - 1]
+        return numbered[(position[sentence.passage_index], sentence.span.start)]
+
+    moved = tuple(
+        PartReading(
+            r.text,
+            r.answerable,
+            r.answered,
+            tuple((renumbered(n), score) for n, score in r.answers),
+        )
+        for r in readings
+    )
+    return _with_reading(rebuilt, moved)
+
+
+def _with_reading(evidence: Evidence, reading: tuple[PartReading, ...]) -> Evidence:
+    return Evidence(
+        question=evidence.question,
+        language=evidence.language,
+        passages=evidence.passages,
+        sentences=evidence.sentences,
+        history=evidence.history,
+        instructions=evidence.instructions,
+        reading=reading,
+    )
+
+
+_EN_ASKING = (
+    r"what|when|where|who|whom|whose|which|why|how|do|does|did|is|are|was|were|can|could|will"
+    r"|would|should|has|have|had"
+)
+_ES_ASKING = (
+    r"qué|cuándo|cuánto|cuánta|cuántos|cuántas|dónde|adónde|quién|quiénes|cuál|cuáles|cómo"
+    r"|por qué|para qué|es|son|hay|puede|pueden|existe|existen"
+)
+_JOINED = re.compile(
+    rf"(?:,?\s+and\s+(?=(?:{_EN_ASKING})\b)|,?\s+y\s+(?=¿|(?:{_ES_ASKING})\b))",
+    re.IGNORECASE,
+)
+"""Where one question is joined to another by "and" / "y": the conjunction before a second
+interrogative ("... cost and when is it open?"), not one between two nouns ("Tom and Jerry")."""
+_ASKED = re.compile(r"(?<=[?？])\s*(?=\S)|(?<=[。；;])\s*(?=\S)|(?:，|,\s*)(?=另外|此外|还有|以及)")
+"""Where one question ends and another begins: after a question mark, or before a Chinese
+"besides" that opens a second question."""
+_OPENER = re.compile(
+    r"^(?:(¿)\s*y\b[,\s]*|(?:and|also|y|además)\b[,\s]*|(?:另外|此外|还有|以及)[，,]?)",
+    re.IGNORECASE,
+)
+"""A conjunction that opens a second question ("And when ...?", "¿Y cuándo ...?", "另外，")."""
+
+
+def question_parts(question: str) -> tuple[str, ...]:
+    """The things the question asks, in its order: the whole question when it asks one."""
+    parts = []
+    for asked in _ASKED.split(question.strip()):
+        for piece in _JOINED.split(asked):
+            part = _OPENER.sub(lambda opener: opener.group(1) or "", piece.strip()).strip()
+            if _substantial(part):
+                parts.append(part)
+            elif parts:
+                parts[-1] = f"{parts[-1]} {piece.strip()}"
+    if len(parts) < 2:
+        return (question,)
+    return tuple(_punctuated(part, question) for part in parts)
+
+
+def _substantial(part: str) -> bool:
+    """Whether a piece asks something on its own: two words, or three Chinese characters."""
+    return len(part.split()) >= 2 or (len(part) >= 3 and any(is_cjk(c) for c in part))
+
+
+def _punctuated(part: str, question: str) -> str:
+    """The part marked as a question the way the whole one is ("¿...?"), as the reader was
+    trained on whole questions."""
+    end = question.rstrip()[-1:]
+    if end in "?？" and part[-1] not in "?？":
+        part += end
+    if question.lstrip().startswith("¿") and not part.startswith("¿"):
+        part = "¿" + part
+    opening = 1 if part.startswith("¿") else 0
+    return part[:opening] + part[opening : opening + 1].upper() + part[opening + 1 :]

@@ -1,0 +1,143 @@
+"""The engine with the trained reader: it reads the evidence before any generator, answers each
+part of a question it finds answered, declines by the agent's threshold before a generator can
+guess, keeps what it read in the trace, and verifies citations with the reader's support head."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import anyio
+import pytest
+
+from citewell.config import ReadSettings, Settings
+from citewell.engine import Engine
+from citewell.events import Completed, Draft, Question, Retrieved, TextPiece
+from citewell.library import Library
+from citewell.model import Agent, Answer, Evidence, GroundingState, Principal
+from citewell.read.verifier import ReaderVerifier
+from tests.test_engine import Scripted, number
+
+pytestmark = pytest.mark.slow
+
+HANDBOOK = (
+    "# Membership\n\nMembership costs forty euros a year. Students pay fifteen euros.\n\n"
+    "# Opening hours\n\nThe workshop opens at five in the evening on weekdays. "
+    "On Saturdays it is open from ten to four.\n\n"
+    "# Refunds\n\nA membership is refunded in full within fourteen days of payment."
+)
+LOCAL = Principal.local()
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Library]:
+    settings = Settings(
+        data_dir=tmp_path_factory.mktemp("data"),
+        retrieve={"embedder": "use", "threads": 1},
+        read=ReadSettings(reader="citewell-reader", threads=1),
+    )
+    with Library.open(settings) as library:
+        library.create_bucket("handbook")
+        library.ingest(HANDBOOK.encode(), filename="handbook.md", bucket="handbook")
+        yield library
+
+
+@pytest.fixture(scope="module")
+def engine(library: Library) -> Engine:
+    return Engine.open(library)
+
+
+def ask(engine: Engine, question: str, **policy: object) -> tuple[list[object], Answer]:
+    agent = Agent(**policy)  # type: ignore[arg-type]
+
+    async def collect() -> list[object]:
+        return [e async for e in engine.stream(Question(question), agent=agent, principal=LOCAL)]
+
+    events = anyio.run(collect)
+    completed = events[-1]
+    assert isinstance(completed, Completed)
+    return events, completed.answer
+
+
+def test_the_engine_reads_with_the_trained_reader_and_verifies_with_its_support_head(
+    engine: Engine,
+) -> None:
+    assert engine.reader is not None and engine.reader.trained
+    assert isinstance(engine.verifier, ReaderVerifier)
+
+
+def test_each_part_of_a_question_is_answered_by_its_own_cited_sentence(engine: Engine) -> None:
+    events, answer = ask(
+        engine,
+        "How much does membership cost and when does the workshop open?",
+        answerable_threshold=0.0,  # every part answered: which sentence is the reader's choice
+    )
+    assert answer.text == (
+        "Membership costs forty euros a year. "
+        "The workshop opens at five in the evening on weekdays."
+    )
+    assert [c.cited_text for c in answer.citations] == [
+        "Membership costs forty euros a year.",
+        "The workshop opens at five in the evening on weekdays.",
+    ]
+    parts = answer.trace.question_parts
+    assert [p.text for p in parts] == [
+        "How much does membership cost?",
+        "When does the workshop open?",
+    ]
+    assert all(p.answered for p in parts)
+    # What was read is kept with its scores, best first within each part; the passages the
+    # stream announced are the ones the answer holds, best-read first.
+    read = answer.trace.read_sentences
+    assert {r.part for r in read} == {0, 1}
+    for part in (0, 1):
+        scores = [r.answers for r in read if r.part == part]
+        assert scores == sorted(scores, reverse=True)
+        assert len(scores) <= engine.library.settings.read.candidates
+    assert set(answer.trace.cited_chunk_ids) <= {r.chunk_id for r in read}
+    assert events[0] == Retrieved(answer.passages, answer.question)
+    assert answer.trace.timings_ms["read"] > 0
+
+
+def test_below_the_agents_threshold_the_answer_declines_before_any_generator_is_asked(
+    engine: Engine,
+) -> None:
+    asked: list[str] = []
+
+    def guessing(evidence: Evidence) -> list[Draft]:
+        asked.append(evidence.question)
+        return [TextPiece(f"Membership costs forty euros [{number(evidence, 'forty')}].")]
+
+    engine.generators["guessing"] = Scripted(guessing)
+    _, answer = ask(
+        engine, "How much does membership cost?", generator="guessing", answerable_threshold=1.0
+    )
+    assert asked == []
+    assert answer.declined and answer.grounding is GroundingState.MISSING
+    assert answer.text == "The available sources do not answer this question."
+    (part,) = answer.trace.question_parts
+    assert not part.answered and part.answerable < 1.0
+
+    _, answered = ask(
+        engine, "How much does membership cost?", generator="guessing", answerable_threshold=0.0
+    )
+    assert asked == ["How much does membership cost?"] and not answered.declined
+
+
+def test_a_citation_that_contradicts_its_claim_is_dropped_by_the_reader(engine: Engine) -> None:
+    def claims(evidence: Evidence) -> list[Draft]:
+        costs = number(evidence, "forty euros")
+        return [
+            TextPiece(f"Membership costs forty euros a year [{costs}]. "),
+            TextPiece(f"The workshop is closed on Saturdays [{number(evidence, 'Saturdays')}]."),
+        ]
+
+    engine.generators["claiming"] = Scripted(claims)
+    _, answer = ask(
+        engine, "What does membership cost, and is it open on Saturdays?", generator="claiming"
+    )
+    kept, dropped = answer.claims
+    assert kept.supported and not dropped.supported
+    assert [c.cited_text for c in answer.citations] == ["Membership costs forty euros a year."]
+    verdicts = {v.claim_index: v for v in answer.trace.verdicts}
+    assert verdicts[0].support == 1.0  # quoted verbatim: supported without reading
+    assert verdicts[1].support < 0.4 and not verdicts[1].kept

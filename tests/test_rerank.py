@@ -1,0 +1,98 @@
+"""Reading the evidence before an answer is written: a question's parts, the candidates read for
+each, and the passages reordered by what the reader found (word overlap stands in for the
+trained reader here; tests/test_engine_reads.py reads with the trained one)."""
+
+from __future__ import annotations
+
+import pytest
+
+from citewell.model import PartReading
+from citewell.read.lexical import LexicalReader
+from citewell.rerank import question_parts, read_evidence
+from tests.generate.samples import Doc, evidence
+
+
+@pytest.mark.parametrize(
+    "question, parts",
+    [
+        ("What is our refund policy?", ("What is our refund policy?",)),
+        (
+            "How much does a membership cost and when is the workshop open?",
+            ("How much does a membership cost?", "When is the workshop open?"),
+        ),
+        (
+            "What is the refund window, and do gift cards expire?",
+            ("What is the refund window?", "Do gift cards expire?"),
+        ),
+        ("When was it built? And who built it?", ("When was it built?", "Who built it?")),
+        ("¿Cuándo nació? ¿Y dónde murió?", ("¿Cuándo nació?", "¿Dónde murió?")),
+        ("¿Qué cuesta y cuándo abre?", ("¿Qué cuesta?", "¿Cuándo abre?")),
+        ("他是谁？另外，他在哪里出生？", ("他是谁？", "他在哪里出生？")),
+        ("他是谁，另外他在哪里出生？", ("他是谁？", "他在哪里出生？")),
+    ],
+)
+def test_a_question_is_split_where_a_second_question_begins(
+    question: str, parts: tuple[str, ...]
+) -> None:
+    assert question_parts(question) == parts
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Who are Tom and Jerry?",
+        "Is the frame made of steel and aluminium?",
+        "¿Quiénes son Tom y Jerry?",
+        "Hi? What is the refund window?",  # a greeting asks nothing of the sources
+        "汤姆和杰瑞是谁？",
+    ],
+)
+def test_and_between_two_things_asked_about_is_not_a_second_question(question: str) -> None:
+    assert question_parts(question) == (question,)
+
+
+SHOP = [
+    Doc(["Warranty", "Every frame carries a two-year warranty."], headings=("Warranty",)),
+    Doc(
+        ["Opening hours", "The shop opens at nine.", "It closes at six."],
+        headings=("Opening hours",),
+    ),
+    Doc(["Membership costs forty euros a year.", "Students pay fifteen."]),
+]
+
+
+def test_each_part_reads_its_best_candidates_and_the_best_read_passage_comes_first() -> None:
+    asked = evidence("When does the shop open and how much does membership cost?", SHOP)
+    read = read_evidence(asked, LexicalReader(), candidates=2, threshold=0.5)
+
+    # Retrieved warranty, hours, membership; read: membership (0.58), hours (0.53), warranty.
+    assert [p.chunk.id for p in read.passages] == ["src_0002:0", "src_0001:0", "src_0000:0"]
+    opens, costs = read.reading
+    assert (opens.text, costs.text) == (
+        "When does the shop open?",
+        "How much does membership cost?",
+    )
+
+    def texts(part: PartReading) -> list[str]:
+        return [read.sentences[number - 1].text for number, _ in part.answers]
+
+    # Two candidates each, best first, ties in retrieval order; headings are never read.
+    assert texts(opens) == ["The shop opens at nine.", "Every frame carries a two-year warranty."]
+    assert texts(costs) == [
+        "Membership costs forty euros a year.",
+        "Every frame carries a two-year warranty.",
+    ]
+    assert opens.answered and costs.answered
+    assert opens.answerable == opens.answers[0][1]
+
+
+def test_a_part_below_the_threshold_is_not_answered() -> None:
+    asked = evidence("When does the shop open? And who founded it?", SHOP)
+    opens, founded = read_evidence(asked, LexicalReader(), candidates=3, threshold=0.5).reading
+    assert opens.answered
+    assert not founded.answered and founded.answerable < 0.5
+
+
+def test_evidence_of_headings_only_is_left_unread() -> None:
+    asked = evidence("What are the hours?", [Doc(["Opening hours"], headings=("Opening hours",))])
+    assert read_evidence(asked, LexicalReader(), candidates=3, threshold=0.5) == asked
