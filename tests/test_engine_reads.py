@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import anyio
 import pytest
 
-from citewell.config import ReadSettings, Settings
+from citewell.config import ReadSettings, RetrieveSettings, Settings
 from citewell.engine import Engine
 from citewell.events import Completed, Draft, Question, Retrieved, TextPiece
 from citewell.library import Library
@@ -32,7 +32,7 @@ LOCAL = Principal.local()
 def library(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Library]:
     settings = Settings(
         data_dir=tmp_path_factory.mktemp("data"),
-        retrieve={"embedder": "use", "threads": 1},
+        retrieve=RetrieveSettings(embedder="use", threads=1),
         read=ReadSettings(reader="citewell-reader", threads=1),
     )
     with Library.open(settings) as library:
