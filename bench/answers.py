@@ -25,6 +25,7 @@ process, in turn with the HTTP ones (question 1 in process, then over HTTP, then
 and the two runs are compared answer by answer.
 
     .venv/bin/python bench/answers.py quality                      # held-out articles
+    .venv/bin/python bench/answers.py quality --readers lexical    # without the trained reader
     .venv/bin/python bench/answers.py quality --distractors 10000  # a store of >= 10k passages
     .venv/bin/python bench/answers.py quality --distractors 10000 --serve  # also over HTTP
     .venv/bin/python bench/answers.py quality --http http://127.0.0.1:8750 --sets xquad-en
@@ -48,7 +49,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from citewell.config import RetrieveSettings, Settings
+from citewell.config import ReadSettings, RetrieveSettings, Settings
 from citewell.evaluate.loaders import LOADERS, Case
 from citewell.evaluate.loaders import load as load_cases
 from citewell.generate.extractive import ExtractiveGenerator, Features, Weights, sentence_features
@@ -209,13 +210,20 @@ def source_names(library: Library, agent: Agent) -> dict[str, str]:
 
 
 @contextmanager
-def engine_asker(library: Library, agent: Agent) -> Iterator[Asker]:
-    """Questions through ``Engine.ask`` in process, as a server would answer them."""
+def engine_asker(library: Library, agent: Agent, reader_name: str) -> Iterator[Asker]:
+    """Questions through ``Engine.ask`` in process, as a server would answer them, reading with
+    the named reader (``lexical``: word overlap, the engine as it was before the reader)."""
     from citewell.cite.verify import CalibratedVerifier
     from citewell.engine import Engine
     from citewell.events import Question
+    from citewell.read import open_reader
+    from citewell.read.verifier import ReaderVerifier
 
-    engine = Engine(library, {"extractive": ExtractiveGenerator()}, CalibratedVerifier(), (agent,))
+    read = ReadSettings(reader=reader_name, threads=1)
+    reader = open_reader(library.settings.model_copy(update={"read": read}))
+    verifier = ReaderVerifier(reader) if reader.trained else CalibratedVerifier()
+    generators = {"extractive": ExtractiveGenerator()}
+    engine = Engine(library, generators, verifier, (agent,), reader=reader)
     names = source_names(library, agent)
 
     with asyncio.Runner() as runner:
@@ -390,7 +398,8 @@ def quality(args: argparse.Namespace) -> None:
             passages = passage_count(library, agent)
             askers = []
             if in_process:
-                askers.append(stack.enter_context(engine_asker(library, agent)))
+                for reader in args.readers:
+                    askers.append(stack.enter_context(engine_asker(library, agent, reader)))
             if over_http:
                 url = stack.enter_context(serving(settings)) if args.serve else args.http
                 print(f"  {name}: asking {url}, serving {settings.data_dir}")
@@ -400,11 +409,12 @@ def quality(args: argparse.Namespace) -> None:
             runs = answer_all(askers, questions)
         print(f"  {name}: answered {len(questions)} questions over {passages} passages")
         if in_process:
-            local_rows.append(row(data, runs[0]))
+            for reader, run in zip(args.readers, runs, strict=False):
+                local_rows.append([f"{name} ({reader})", *row(data, run)[1:]])
         if over_http:
             http_rows.append(row(data, runs[-1]))
-        if len(runs) == 2:
-            comparison.append(compare(name, runs[0], runs[1]))
+            if in_process:
+                comparison.append(compare(name, runs[0], runs[-1]))
     if local_rows:
         print(f"\n{args.split} articles, in process:")
         print(table(local_rows, HEADER))
@@ -611,6 +621,13 @@ def main() -> None:
         help="with --serve/--http: also answer in process (in turn), and compare the two runs",
     )
     parser.add_argument("--api-key", default="bench", help="key sent over HTTP")
+    parser.add_argument(
+        "--readers",
+        nargs="+",
+        choices=["citewell-reader", "lexical"],
+        default=["citewell-reader", "lexical"],
+        help="in process: answer with each reader in turn, question by question",
+    )
     parser.add_argument("--limit", type=int, default=0, help="first N questions of each set")
     args = parser.parse_args()
     print(f"# bench/answers.py {args.part} — {time.strftime('%Y-%m-%d')} — {machine()}")

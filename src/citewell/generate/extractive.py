@@ -1,9 +1,14 @@
 """The extractive generator: answers with evidence sentences verbatim, each citing itself.
 
-No model: the answer is made of the sentences that best answer the question, copied exactly, so
-each answer sentence cites exactly its own range and citation precision is a matter of choosing
-well. A sentence's score is a weighted sum of the signals in ``Features`` (weights in
-``Weights``, tuned on the development data: docs/benchmarks.md, "Extractive answers").
+The answer is made of the sentences that best answer the question, copied exactly, so each
+answer sentence cites exactly its own range and citation precision is a matter of choosing well.
+
+Where the trained reader read the evidence (``Evidence.reading``, ``citewell.rerank``), it
+chooses: for each part of the question the reader found answered, the sentence it found
+likeliest to answer that part, in the question's order; when it found no part answered, the
+engine declined before asking. Otherwise (the word-overlap fallback) a sentence's score is a
+weighted sum of the signals in ``Features`` (weights in ``Weights``, tuned on the development
+data: docs/benchmarks.md, "Extractive answers"), and the rest of this note applies.
 
 The best sentence comes first; others follow (up to ``Weights.max_sentences``, and never an
 exact copy of a sentence already chosen, nor a source past the agent's ``max_sources``) only when

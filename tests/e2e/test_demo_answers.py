@@ -1,0 +1,124 @@
+"""What a newcomer asks of the demo bucket, over HTTP with the official SDKs, answered with the
+trained reader as `citewell serve --demo` answers by default: a question the handbook answers in
+other words, one it does not answer at all, and two questions asked as one (of the demo bucket,
+and of a document sent with the request)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import anthropic
+import openai
+import pytest
+
+from tests.e2e.test_server import launched, read_line
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+REFUSAL = "The available sources do not answer this question."
+HANDBOOK = Path(__file__).resolve().parents[2] / "src/citewell/demo/documents/bike-coop-handbook.md"
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    folder = tmp_path_factory.mktemp("demo")
+    reading = {"CITEWELL_READ__READER": "citewell-reader", "CITEWELL_READ__THREADS": "1"}
+    with launched(folder / "data", "--demo", "--port", "0", log=folder / "log", env=reading) as up:
+        assert read_line(up.stdout) == "demo bucket 'demo': 4 documents"
+        yield read_line(up.stdout).rsplit(" ", 1)[1]
+
+
+@pytest.fixture(scope="module")
+def client(url: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=120)
+
+
+def section(title: str) -> str:
+    """The text of one section of the handbook, its heading excluded."""
+    text = HANDBOOK.read_text("utf-8")
+    start = text.index(f"## {title}\n") + len(f"## {title}\n")
+    end = text.find("\n## ", start)
+    return text[start : end if end >= 0 else None]
+
+
+def cited(response: object) -> list[tuple[str, str]]:
+    """(answer sentence, cited filename) per citation of a Responses answer."""
+    message = next(item for item in response.output if item.type == "message")  # type: ignore[attr-defined]
+    part = message.content[0]
+    return [(part.text, a.filename) for a in part.annotations]
+
+
+def test_the_refund_policy_is_answered_from_the_handbooks_refunds_section(
+    client: openai.OpenAI,
+) -> None:
+    response = client.responses.create(model="citewell-agent", input="What is our refund policy?")
+    assert response.output_text != REFUSAL
+    assert response.output_text.split(". ")[0] in section("Refunds")
+    assert {filename for _, filename in cited(response)} == {"bike-coop-handbook.md"}
+
+
+def test_a_question_the_documents_do_not_answer_is_declined_without_a_citation(
+    client: openai.OpenAI,
+) -> None:
+    response = client.responses.create(model="citewell-agent", input="Who is the CEO of the co-op?")
+    assert response.output_text == REFUSAL
+    assert cited(response) == []
+
+
+def test_two_questions_asked_as_one_are_both_answered_each_with_its_citation(
+    client: openai.OpenAI,
+) -> None:
+    completion = client.chat.completions.create(
+        model="citewell-agent",
+        messages=[
+            {
+                "role": "user",
+                "content": "How much does a membership cost and when is the workshop open?",
+            }
+        ],
+    )
+    message = completion.choices[0].message
+    answer, _ = message.content.split("\n\nSources:")  # the footer Chat clients show
+    price, hours = answer.split(". ", 1)
+    assert (
+        price
+        == "Membership costs 40 euros a year, or 15 euros for students and people on a low income"
+    )
+    assert hours.rstrip(".").strip("|").strip() in section("Opening hours")
+    assert len(message.annotations) == 2
+
+
+def test_two_questions_about_a_document_sent_with_the_request_are_both_answered(url: str) -> None:
+    policy = (
+        "Refunds: you may return any item within 30 days of purchase for a full refund. "
+        "Gift cards: gift cards never expire and can be spent in the shop or online. "
+        "Shipping: orders above fifty euros ship free."
+    )
+    client = anthropic.Anthropic(base_url=url, api_key="unused", max_retries=0, timeout=120)
+    message = client.messages.create(
+        model="citewell-agent",
+        max_tokens=512,
+        messages=[
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "document",
+                        "source": {"type": "text", "media_type": "text/plain", "data": policy},
+                        "title": "Shop policy",
+                        "citations": {"enabled": True},
+                    },
+                    {
+                        "type": "text",
+                        "text": "What is the refund window, and do gift cards expire?",
+                    },
+                ],
+            }
+        ],
+    )
+    quoted = [c.cited_text.strip() for block in message.content for c in block.citations or ()]
+    assert quoted == [
+        "Refunds: you may return any item within 30 days of purchase for a full refund.",
+        "Gift cards: gift cards never expire and can be spent in the shop or online.",
+    ]
