@@ -323,3 +323,24 @@ def test_the_reader_cannot_take_an_answer_past_the_agents_sources() -> None:
     assert drafts(found, max_sources=1) == [
         CitedSentence("Membership costs forty euros a year.", (3,))
     ]
+
+
+def test_a_second_passage_the_reader_finds_likely_too_follows_the_best_as_a_second_hop() -> None:
+    asked = evidence("What does membership cost after the workshop opens?", HOURS_AND_PRICE)
+    found = read(
+        asked,
+        (
+            "What does membership cost after the workshop opens?",
+            True,
+            {3: 0.9, 4: 0.8, 1: 0.6, 2: 0.55},
+        ),
+    )
+    # Students pay fifteen (0.8) is of the best one's passage: the hop is the other passage's.
+    assert drafts(found) == [
+        CitedSentence("Membership costs forty euros a year.", (3,)),
+        CitedSentence(" The shop opens at nine.", (1,)),
+    ]
+    unlikely = read(
+        asked, ("What does membership cost after the workshop opens?", True, {3: 0.9, 1: 0.45})
+    )
+    assert drafts(unlikely) == [CitedSentence("Membership costs forty euros a year.", (3,))]

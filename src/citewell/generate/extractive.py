@@ -81,6 +81,10 @@ class Weights:
     extra_gain: float = 0.5
     """Add a sentence only if this share of its question terms is missing from the answer."""
     max_sentences: int = 1
+    second_hop: float = 0.5
+    """Where a reader read the evidence: a sentence of another passage that it finds at least
+    this likely to answer the same part follows the best one (the reader's probabilities are
+    calibrated: 0.5 is where "answers" becomes the likelier reading)."""
 
     def score(self, f: Features) -> float:
         return (
@@ -191,26 +195,38 @@ class ExtractiveGenerator:
     def choose_read(self, evidence: Evidence, *, max_sources: int) -> list[int]:
         """Indices of the sentences to answer with, where a reader read the evidence: for each
         part of the question it found answered, in the question's order, the sentence it found
-        likeliest to answer that part; one sentence answering two parts is said once. Empty (to
-        decline) when no part is answered."""
+        likeliest to answer that part, then at most one of another passage it finds likely too
+        (``Weights.second_hop``: a question whose answer spans two documents); one sentence
+        answering two parts is said once. Empty (to decline) when no part is answered."""
         chosen: list[int] = []
         texts: set[str] = set()
         sources: set[str] = set()
+
+        def admitted(index: int) -> bool:
+            text, source = _normalised(evidence.sentences[index].text), _source_id(evidence, index)
+            if text in texts or (source not in sources and len(sources) >= max_sources):
+                return False  # a copy adds nothing; a new source past the limit may not be cited
+            chosen.append(index)
+            texts.add(text)
+            sources.add(source)
+            return True
+
         for part in evidence.reading:
             if not part.answered:
                 continue
-            for number, _ in part.answers:
+            best: int | None = None
+            for number, score in part.answers:
                 index = number - 1
-                if index in chosen:
-                    break  # this part's answer is in the answer already
-                text = _normalised(evidence.sentences[index].text)
-                source = _source_id(evidence, index)
-                if text in texts or (source not in sources and len(sources) >= max_sources):
-                    continue
-                chosen.append(index)
-                texts.add(text)
-                sources.add(source)
-                break
+                if best is None:
+                    if index in chosen:
+                        break  # this part's answer is in the answer already
+                    best = index if admitted(index) else None
+                elif (
+                    score >= self.weights.second_hop
+                    and _passage(evidence, index) != _passage(evidence, best)
+                    and admitted(index)
+                ):
+                    break
         return chosen
 
     def _answers(self, f: Features) -> bool:
@@ -228,6 +244,10 @@ class ExtractiveGenerator:
 
 def _normalised(text: str) -> str:
     return " ".join(text.split()).casefold()
+
+
+def _passage(evidence: Evidence, index: int) -> int:
+    return evidence.sentences[index].passage_index
 
 
 def _source_id(evidence: Evidence, index: int) -> str:
