@@ -13,6 +13,7 @@ topic and answer nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 
@@ -103,19 +104,7 @@ def _reordered(evidence: Evidence, readings: Sequence[PartReading]) -> Evidence:
         )
         for r in readings
     )
-    return _with_reading(rebuilt, moved)
-
-
-def _with_reading(evidence: Evidence, reading: tuple[PartReading, ...]) -> Evidence:
-    return Evidence(
-        question=evidence.question,
-        language=evidence.language,
-        passages=evidence.passages,
-        sentences=evidence.sentences,
-        history=evidence.history,
-        instructions=evidence.instructions,
-        reading=reading,
-    )
+    return dataclasses.replace(rebuilt, reading=moved)
 
 
 _EN_ASKING = (

@@ -30,7 +30,7 @@ from citewell.analysis import terms
 from citewell.cite.numbers import numbers, without_numbers
 from citewell.language import is_cjk
 
-__all__ = ["FEATURES", "CalibratedVerifier", "Verifier", "features"]
+__all__ = ["FEATURES", "CalibratedVerifier", "Verifier", "features", "settled_support"]
 
 FEATURES = (
     "content_share",
@@ -67,12 +67,21 @@ class CalibratedVerifier:
         self._model = _model()
 
     def support(self, claim: str, cited: Sequence[str], *, language: str | None) -> float:
-        evidence = " ".join(cited)
-        if not evidence.strip() or not claim.strip():
-            return 0.0
-        if " ".join(claim.split()) in " ".join(evidence.split()):
-            return 1.0  # quoted verbatim
+        settled = settled_support(claim, cited)
+        if settled is not None:
+            return settled
         return self._model.probability(features(claim, cited, language=language))
+
+
+def settled_support(claim: str, cited: Sequence[str]) -> float | None:
+    """The support every verifier gives without judging: 0 with no claim or nothing cited, 1
+    for a claim the cited text quotes verbatim; None when it must be judged."""
+    evidence = " ".join(cited)
+    if not evidence.strip() or not claim.strip():
+        return 0.0
+    if " ".join(claim.split()) in " ".join(evidence.split()):
+        return 1.0
+    return None
 
 
 def features(claim: str, cited: Sequence[str], *, language: str | None) -> tuple[float, ...]:

@@ -39,7 +39,7 @@ import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 from openai.types.chat.chat_completion_token_logprob import ChatCompletionTokenLogprob
 
-from citewell.cite.verify import Verifier
+from citewell.cite.verify import Verifier, settled_support
 from citewell.config import Settings
 from citewell.errors import GeneratorError
 from citewell.generate.openai_compat import ERRORS, SERVICE
@@ -93,11 +93,10 @@ class ChatJudge:
         self._fallback = fallback
 
     def support(self, claim: str, cited: Sequence[str], *, language: str | None) -> float:
+        settled = settled_support(claim, cited)
+        if settled is not None:
+            return settled
         passage = " ".join(cited)
-        if not passage.strip() or not claim.strip():
-            return 0.0
-        if " ".join(claim.split()) in " ".join(passage.split()):
-            return 1.0  # quoted verbatim
         try:
             verdict = _support_from_reply(self._ask(claim, passage))
         except GeneratorError as exc:

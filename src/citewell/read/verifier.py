@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from citewell.cite.verify import settled_support
 from citewell.read.base import Reader
 
 __all__ = ["ReaderVerifier"]
@@ -23,9 +24,7 @@ class ReaderVerifier:
         self.reader = reader
 
     def support(self, claim: str, cited: Sequence[str], *, language: str | None) -> float:
-        evidence = " ".join(cited)
-        if not evidence.strip() or not claim.strip():
-            return 0.0
-        if " ".join(claim.split()) in " ".join(evidence.split()):
-            return 1.0
-        return float(self.reader.score_support(claim, [evidence])[0])
+        settled = settled_support(claim, cited)
+        if settled is not None:
+            return settled
+        return float(self.reader.score_support(claim, [" ".join(cited)])[0])
