@@ -8,7 +8,7 @@ import pytest
 
 from citewell.model import PartReading
 from citewell.read.lexical import LexicalReader
-from citewell.rerank import question_parts, read_evidence
+from citewell.rerank import context_of, question_parts, read_evidence
 from tests.generate.samples import Doc, evidence
 
 
@@ -96,3 +96,20 @@ def test_a_part_below_the_threshold_is_not_answered() -> None:
 def test_evidence_of_headings_only_is_left_unread() -> None:
     asked = evidence("What are the hours?", [Doc(["Opening hours"], headings=("Opening hours",))])
     assert read_evidence(asked, LexicalReader(), candidates=3, threshold=0.5) == asked
+
+
+def test_a_sentence_is_read_in_its_sources_title_and_its_sections_headings() -> None:
+    asked = evidence(
+        "What is the refund window?",
+        [
+            Doc(
+                ["Refunds are paid within 14 days."],
+                title="Handbook",
+                headings=("Handbook", "Refunds"),
+            ),
+            Doc(["Shipping is free."]),
+        ],
+    )
+    refunds, shipping = asked.sentences
+    assert context_of(asked, refunds) == "Handbook: Refunds"  # the title said once
+    assert context_of(asked, shipping) == ""

@@ -23,7 +23,7 @@ from citewell.model import Evidence, EvidenceSentence, PartReading
 from citewell.read import Reader
 from citewell.read.lexical import LexicalReader
 
-__all__ = ["question_parts", "read_evidence"]
+__all__ = ["context_of", "question_parts", "read_evidence"]
 
 
 def read_evidence(
@@ -54,7 +54,7 @@ def _read_part(
     ranked = sorted(range(len(readable)), key=lambda i: (-overlap[i], i))
     read = [readable[i] for i in ranked[:candidates]]
     texts = [s.text for s in read]
-    contexts = [_context(evidence, s) for s in read]
+    contexts = [context_of(evidence, s) for s in read]
     scores = reader.score_answers(part, texts, contexts)
     answerable = reader.answerability(part, texts, contexts)
     answers = sorted(
@@ -64,12 +64,12 @@ def _read_part(
     return PartReading(part, answerable, answerable >= threshold, tuple(answers))
 
 
-def _context(evidence: Evidence, sentence: EvidenceSentence) -> str:
+def context_of(evidence: Evidence, sentence: EvidenceSentence) -> str:
     """What the sentence is part of, as the reader was trained to read it: its source's title,
     then its section's headings."""
     passage = evidence.passages[sentence.passage_index]
     names = (passage.source.title or "", *passage.chunk.heading_path)
-    return ": ".join(name for name in names if name)
+    return ": ".join(dict.fromkeys(name for name in names if name))  # a title is often the h1
 
 
 def _reordered(evidence: Evidence, readings: Sequence[PartReading]) -> Evidence:
@@ -96,12 +96,7 @@ def _reordered(evidence: Evidence, readings: Sequence[PartReading]) -> Evidence:
         return numbered[(position[sentence.passage_index], sentence.span.start)]
 
     moved = tuple(
-        PartReading(
-            r.text,
-            r.answerable,
-            r.answered,
-            tuple((renumbered(n), score) for n, score in r.answers),
-        )
+        dataclasses.replace(r, answers=tuple((renumbered(n), score) for n, score in r.answers))
         for r in readings
     )
     return dataclasses.replace(rebuilt, reading=moved)
