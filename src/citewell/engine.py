@@ -314,12 +314,11 @@ class Engine:
         """The evidence as the reader read it for this agent (as it is, without a reader)."""
         if self.reader is None or not evidence.sentences:
             return evidence
-        threshold = agent.answerable_threshold
         return read_evidence(
             evidence,
             self.reader,
             candidates=self.library.settings.read.candidates,
-            threshold=self.reader.answerable_threshold if threshold is None else threshold,
+            threshold=agent.answerable_threshold,
         )
 
     def _verifier(self, agent: Agent) -> Verifier:

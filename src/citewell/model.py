@@ -476,13 +476,14 @@ class Agent(_Model):
     max_sources: int = Field(
         default=5, ge=1, le=50, description="Most sources cited in one answer."
     )
-    answerable_threshold: float | None = Field(
-        default=None,
+    answerable_threshold: float = Field(
+        default=0.75,
         ge=0,
         le=1,
         description="Least probability, by the reader, that the sources answer a part of the "
-        "question for it to be answered; below it for every part, the agent declines. None: "
-        "the threshold the reader was calibrated at (its card's).",
+        "question for it to be answered; below it for every part, the agent declines. Higher: "
+        "fewer answers, more of their citations right (the default was chosen on the "
+        "development split's tuning articles: docs/benchmarks.md, 'Answers that read').",
     )
     support_threshold: float = Field(
         default=0.4,
