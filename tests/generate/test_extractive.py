@@ -344,3 +344,11 @@ def test_a_second_passage_the_reader_finds_likely_too_follows_the_best_as_a_seco
         asked, ("What does membership cost after the workshop opens?", True, {3: 0.9, 1: 0.45})
     )
     assert drafts(unlikely) == [CitedSentence("Membership costs forty euros a year.", (3,))]
+
+
+def test_a_doubtful_pick_of_the_reader_stands_only_where_word_overlap_makes_it_too() -> None:
+    asked = evidence("When does the shop open?", HOURS_AND_PRICE)
+    agreed = read(asked, ("When does the shop open?", True, {1: 0.3, 3: 0.2}))
+    assert drafts(agreed) == [CitedSentence("The shop opens at nine.", (1,))]
+    doubted = read(asked, ("When does the shop open?", True, {3: 0.3, 1: 0.2}))
+    assert drafts(doubted) == [Declined()]

@@ -21,6 +21,7 @@ about as often as the right one.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from citewell.events import CitedSentence, Declined, Draft
 from citewell.generate.answer_types import carries, expected_type
 from citewell.generate.overlap import QuestionTerms, sentence_overlaps
 from citewell.language import is_cjk
-from citewell.model import Agent, Evidence
+from citewell.model import Agent, Evidence, PartReading
 
 __all__ = ["ExtractiveGenerator", "Features", "Weights", "sentence_features"]
 
@@ -81,6 +82,11 @@ class Weights:
     extra_gain: float = 0.5
     """Add a sentence only if this share of its question terms is missing from the answer."""
     max_sentences: int = 1
+    read_alone: float = 0.5
+    """Where a reader read the evidence: the probability at which its likeliest sentence for a
+    part answers that part on the reader's word alone; below it, only if word overlap would
+    choose the same sentence (on the tuning articles, the reader's picks below 0.3 were right one
+    time in two: docs/benchmarks.md, "Answers that read")."""
     second_hop: float = 0.5
     """Where a reader read the evidence: a sentence of another passage that it finds at least
     this likely to answer the same part follows the best one (the reader's probabilities are
@@ -195,7 +201,8 @@ class ExtractiveGenerator:
     def choose_read(self, evidence: Evidence, *, max_sources: int) -> list[int]:
         """Indices of the sentences to answer with, where a reader read the evidence: for each
         part of the question it found answered, in the question's order, the sentence it found
-        likeliest to answer that part, then at most one of another passage it finds likely too
+        likeliest to answer that part (when the reader is sure enough, or word overlap agrees:
+        ``Weights.read_alone``), then at most one of another passage it finds likely too
         (``Weights.second_hop``: a question whose answer spans two documents); one sentence
         answering two parts is said once. Empty (to decline) when no part is answered."""
         chosen: list[int] = []
@@ -220,6 +227,10 @@ class ExtractiveGenerator:
                 if best is None:
                     if index in chosen:
                         break  # this part's answer is in the answer already
+                    if score < self.weights.read_alone and index != self._word_choice(
+                        evidence, part
+                    ):
+                        break  # a guess: the reader doubts it and word overlap would not choose it
                     best = index if admitted(index) else None
                 elif (
                     score >= self.weights.second_hop
@@ -228,6 +239,12 @@ class ExtractiveGenerator:
                 ):
                     break
         return chosen
+
+    def _word_choice(self, evidence: Evidence, part: PartReading) -> int | None:
+        """The sentence word overlap would answer the part with (None where it would decline)."""
+        asked = dataclasses.replace(evidence, question=part.text, reading=())
+        chosen = self.choose(asked, sentence_features(asked), max_sources=len(asked.passages))
+        return chosen[0] if chosen else None
 
     def _answers(self, f: Features) -> bool:
         """Whether the best sentence answers well enough not to decline."""
