@@ -588,10 +588,10 @@ class Verdict(_Model):
 
 
 class QuestionPart(_Model):
-    """One thing the question asks ("How much is it, and when is it open?" asks two), as the
-    reader judged the evidence for it."""
+    """One thing the question asks ("How much is it, and when is it open?" asks two), in the
+    question's order, as the reader judged the evidence for it (its words are not kept: a trace
+    holds ids and scores only)."""
 
-    text: str = Field(description="The part, as asked.")
     answerable: float = Field(
         ge=0, le=1, description="The reader's probability that the evidence answers this part."
     )

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from citewell.model import Span, Trace, Verdict
+from citewell.model import QuestionPart, ReadSentence, Span, Trace, Verdict
 from citewell.store.base import Retention, StoredTrace
 from tests.store.conftest import Backend
 
@@ -30,6 +30,10 @@ TRACE = Trace(
             support=0.12,
             kept=False,
         ),
+    ),
+    question_parts=(QuestionPart(answerable=0.83, answered=True),),
+    read_sentences=(
+        ReadSentence(part=0, chunk_id="src_a:0", span=Span(start=0, end=36), answers=0.71),
     ),
     timings_ms={"total": 12.5},
     settings_fingerprint="abc",
@@ -139,6 +143,8 @@ def test_a_stored_trace_holds_no_text(backend: Backend) -> None:
         "retrieved_chunk_ids",
         "cited_chunk_ids",
         "verdicts",
+        "question_parts",
+        "read_sentences",
         "timings_ms",
         "settings_fingerprint",
     }

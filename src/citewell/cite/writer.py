@@ -189,9 +189,7 @@ class AnswerWriter:
                 cited_chunk_ids=tuple(dict.fromkeys(c.chunk_id for c in attribution.citations)),
                 verdicts=tuple(attribution.verdicts),
                 question_parts=tuple(
-                    QuestionPart(
-                        text=part.text, answerable=round(part.answerable, 4), answered=part.answered
-                    )
+                    QuestionPart(answerable=round(part.answerable, 4), answered=part.answered)
                     for part in self.evidence.reading
                 ),
                 read_sentences=self._read_sentences(),
