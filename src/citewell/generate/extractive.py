@@ -4,11 +4,14 @@ The answer is made of the sentences that best answer the question, copied exactl
 answer sentence cites exactly its own range and citation precision is a matter of choosing well.
 
 Where the trained reader read the evidence (``Evidence.reading``, ``citewell.rerank``), it
-chooses: for each part of the question the reader found answered, the sentence it found
-likeliest to answer that part, in the question's order; when it found no part answered, the
-engine declined before asking. Otherwise (the word-overlap fallback) a sentence's score is a
-weighted sum of the signals in ``Features`` (weights in ``Weights``, tuned on the development
-data: docs/benchmarks.md, "Extractive answers"), and the rest of this note applies.
+decides which parts of the question are answered (when it found none, the engine declined before
+asking), and each answered part gets one sentence, in the question's order: the one the lexical
+choice below makes for that part, else the reader's likeliest when the reader finds it likelier
+than not (``choose_read``; docs/benchmarks.md, "Answers that read", for why in that order).
+Otherwise (the word-overlap fallback) that lexical choice answers the whole question.
+
+The lexical choice: a sentence's score is a weighted sum of the signals in ``Features`` (weights
+in ``Weights``, tuned on the development data: docs/benchmarks.md, "Extractive answers").
 
 The best sentence comes first; others follow (up to ``Weights.max_sentences``, and never an
 exact copy of a sentence already chosen, nor a source past the agent's ``max_sources``) only when
