@@ -17,8 +17,10 @@ For each store (``--backends sqlite,postgres,postgres-rows``), into a new tempor
 - **search** p50/p95 of ``search_lexical``, ``search_dense`` and ``search_hybrid`` (top 10,
   the server's fusion for the embedder) over ``--queries`` questions, embedded beforehand; the
   baseline is an exact numpy scan over every vector, in the same run;
-- **recall@10** against exact search: dense against the exact scan; hybrid against the fusion
-  (same weights, same candidates) of the store's own lexical list with the exact dense list.
+- **recall@10** against exact search: dense against the exact scan; lexical against exact BM25
+  (tantivy's in the embedded store; on PostgreSQL the same store scoring every chunk that holds a
+  query term, ``--lexical-depth 0``, whose latencies are reported beside); hybrid against the
+  fusion (same weights, same candidates) of the exact lexical list with the exact dense list.
 
 Then, with ``--throughput SECONDS`` and PostgreSQL: ``citewell serve`` processes on that store
 (same database, same data folder), 1 and then ``--processes`` of them, and ``--clients``
@@ -320,7 +322,12 @@ def loaded_postmaster(url: str) -> int:
 
 
 def open_store(
-    backend: str, folder: Path, url: str | None, dim: int, args: argparse.Namespace
+    backend: str,
+    folder: Path,
+    url: str | None,
+    dim: int,
+    args: argparse.Namespace,
+    lexical_depth: int | None = None,
 ) -> Store:
     if backend == "sqlite":
         from citewell.store.sqlite import SQLiteStore
@@ -334,6 +341,7 @@ def open_store(
         folder,
         embedder=EMBEDDER,
         dim=dim,
+        lexical_depth=lexical_depth,
         index_memory=args.index_memory,
         index_workers=args.index_workers,
     )
@@ -394,7 +402,8 @@ def measure(
     n, dim = data.vectors.shape
     result = Result(backend, n)
     base_rss = rss_mb()
-    store = open_store(backend, folder / "store", url, dim, args)
+    depth = args.lexical_depth or None
+    store = open_store(backend, folder / "store", url, dim, args, depth)
     if args.loaded:
         bucket = store.get_bucket("scale", tenant_id="default").id
     else:
@@ -421,6 +430,11 @@ def measure(
     result.sizes = sizes(backend, folder / "store", url)
 
     fusion = fusion_for(RetrieveSettings(embedder=EMBEDDER), UniversalSentenceEncoder(1), LIMIT)
+    # Exact BM25: tantivy's in the embedded store; on PostgreSQL, the same store scoring every
+    # chunk holding a query term (``lexical_depth`` None).
+    exact_store = store
+    if backend != "sqlite":
+        exact_store = open_store(backend, folder / "store", url, dim, args)
     q = len(query_texts)
     result.latency = {
         "lexical": timed(lambda i: store.search_lexical(query_texts[i], scope, limit=LIMIT), q),
@@ -435,14 +449,26 @@ def measure(
             lambda i: np.argpartition(-(data.vectors @ query_vectors[i]), LIMIT)[:LIMIT], q
         ),
     }
+    if exact_store is not store:
+        result.latency["lexical, exact (every chunk holding a term)"] = timed(
+            lambda i: exact_store.search_lexical(query_texts[i], scope, limit=LIMIT), q
+        )
+        result.latency["hybrid, exact lexical"] = timed(
+            lambda i: exact_store.search_hybrid(
+                query_texts[i], query_vectors[i], scope, limit=LIMIT, fusion=fusion
+            ),
+            q,
+        )
     ids = chunk_ids(store, bucket)
     exact = exact_dense(data.vectors, query_vectors, fusion.candidates)
-    dense_recall, hybrid_recall = [], []
+    dense_recall, lexical_recall, hybrid_recall = [], [], []
     for i in range(q):
         exact_ids = [ids[row] for row in exact[i]]
         got = [h.chunk_id for h in store.search_dense(query_vectors[i], scope, limit=LIMIT)]
         dense_recall.append(len(set(got) & set(exact_ids[:LIMIT])) / LIMIT)
-        lexical = store.search_lexical(query_texts[i], scope, limit=fusion.candidates)
+        lexical = exact_store.search_lexical(query_texts[i], scope, limit=fusion.candidates)
+        found = store.search_lexical(query_texts[i], scope, limit=LIMIT)
+        lexical_recall.append(lexical_recall_at(found, lexical[:LIMIT]))
         exact_hits = [
             ChunkHit(chunk_id=c, score=float(data.vectors[row] @ query_vectors[i]))
             for c, row in zip(exact_ids, exact[i], strict=True)
@@ -453,9 +479,12 @@ def measure(
         )
         hybrid_recall.append(len({h.chunk_id for h in hybrid} & truth) / max(1, len(truth)))
     result.recall = {
+        "lexical": float(np.mean(lexical_recall)),
         "dense": float(np.mean(dense_recall)),
         "hybrid": float(np.mean(hybrid_recall)),
     }
+    if exact_store is not store:
+        exact_store.close()
     result.memory = {
         "bench data MB": (data.vectors.nbytes) / 2**20,
         "process RSS growth MB": rss_mb() - base_rss,
@@ -467,6 +496,17 @@ def measure(
         result.memory["postgres largest peak RSS MB"] = peak
     store.close()
     return result, bucket
+
+
+def lexical_recall_at(found: Sequence[ChunkHit], exact: Sequence[ChunkHit]) -> float:
+    """Share of the exact list that ``found`` holds, a chunk tied with the exact list's last
+    counting as in it (which of equal scores ranks first is arbitrary). Both score exactly."""
+    if not exact:
+        return 1.0
+    last = exact[-1].score
+    ids = {h.chunk_id for h in exact}
+    held = [h for h in found if h.chunk_id in ids or h.score >= last * (1 - 1e-9)]
+    return min(len(held), len(exact)) / len(exact)
 
 
 def sizes(backend: str, folder: Path, url: str | None) -> dict[str, float]:
@@ -492,7 +532,7 @@ def sizes(backend: str, folder: Path, url: str | None) -> dict[str, float]:
         ).fetchone()
     tables = {name: size / 2**20 for name, size in rows}
     out["HNSW index MB"] = float(hnsw[0]) / 2**20 if hnsw else 0.0
-    for name in ("chunks", "vectors", "sources", "lexical_terms"):
+    for name in ("chunks", "vectors", "sources", "lexical_terms", "lexical_postings"):
         out[f"{name} (with indexes) MB"] = tables.get(name, 0.0)
     out["store total MB"] = sum(tables.values())
     return out
@@ -575,6 +615,7 @@ def serve_and_load(
             "CITEWELL_RETRIEVE__EMBEDDER": EMBEDDER,
             "CITEWELL_RETRIEVE__THREADS": "1",
             "CITEWELL_POSTGRES__CONNECTIONS": str(args.connections),
+            "CITEWELL_POSTGRES__LEXICAL_DEPTH": str(args.lexical_depth),
         }
     )
     with ExitStack() as stack:
@@ -682,6 +723,12 @@ def main() -> None:
     parser.add_argument("--shared-buffers", default="1GB")
     parser.add_argument("--index-memory", default="1GB", help="maintenance_work_mem for HNSW")
     parser.add_argument("--index-workers", type=int, default=2, help="parallel HNSW build")
+    parser.add_argument(
+        "--lexical-depth",
+        type=int,
+        default=1000,
+        help="PostgreSQL: postings read per query term (0: every chunk holding a term, exact)",
+    )
     parser.add_argument(
         "--loaded",
         metavar="URL",

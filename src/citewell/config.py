@@ -310,6 +310,15 @@ class PostgresSettings(_Group):
         "scopes); otherwise it walks the HNSW index (10k passages of 384 dimensions: ~100 ms "
         "exact, ~3 ms HNSW; bench/postgres.py).",
     )
+    lexical_depth: int = Field(
+        default=1000,
+        ge=0,
+        description="Postings of each query term a lexical search reads, those that add most to "
+        "a passage's BM25 score: the passages they reach are then scored exactly. Its cost stays "
+        "the same however many passages hold a common word; higher misses fewer of the exact "
+        "best (bench/scale.py measures recall against 0: every passage holding a query term "
+        "scored, at a cost that grows with the library).",
+    )
     index_memory: str = Field(
         default="1GB",
         pattern=r"^[1-9][0-9]*(kB|MB|GB|TB)$",

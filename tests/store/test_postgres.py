@@ -80,56 +80,57 @@ def test_lexical_scores_are_the_embedded_stores_bm25(
         embedded.close()
 
 
-def _lexical_was_pruned(
-    store: PostgresStore, url: str, scope: Scope, query: str, limit: int
-) -> bool:
-    """Whether a lexical search answered from the chunks holding its rare terms alone (the
-    plan's branch that scores every chunk never ran)."""
-    search = store._search(scope, query=query)
-    statement = sql.SQL(
-        "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) WITH {}, {} SELECT id FROM lexical"
-    ).format(search.allowed, search.lexical(limit))
-    with psycopg.connect(url) as conn:
-        plan = [row[0] for row in conn.execute(statement, search.params)]
-    gate = next(i for i, line in enumerate(plan) if "One-Time Filter: (NOT" in line)
-    scoring = next(line for line in plan[gate:] if "->  Limit" in line)
-    return "(never executed)" in scoring
+def fill_common(into: SQLiteStore | PostgresStore, bucket_name: str = "reports") -> Scope:
+    """400 chunks of common words; every 37th also names an okapi, each chunk a different length
+    (so scores differ: no ties to order)."""
+    bucket = into.create_bucket(bucket_name, tenant_id="default").id
+    for n in range(20):
+        lines = []
+        for g in range(n * 20, n * 20 + 20):
+            animal = "okapi" if g % 37 == 0 else ["zebra", "camel", "horse"][g % 3]
+            lines.append(f"The report of the year {g} names the {animal}" + " again" * (g % 11))
+        into.add_source(draft(bucket, f"{n}.txt", "\n".join(lines)))
+    return Scope(principal=LOCAL, bucket_ids=(bucket,))
 
 
-def test_lexical_search_scores_only_the_chunks_of_rare_terms_when_that_is_provably_exact(
-    store: PostgresStore, database_url: str, tmp_path: Path
+@pytest.mark.parametrize("query", ["report", "the report of the okapi", "okapi again"])
+def test_lexical_search_reading_each_terms_best_postings_finds_the_exact_best(
+    database_url: str, tmp_path: Path, query: str
 ) -> None:
-    # 400 chunks of common words; every 37th also names an okapi, each of those a different
-    # length (so scores differ: no ties to order).
-    def fill_common(into: SQLiteStore | PostgresStore) -> Scope:
-        bucket = into.create_bucket("reports", tenant_id="default").id
-        for n in range(20):
-            lines = []
-            for g in range(n * 20, n * 20 + 20):
-                animal = "okapi" if g % 37 == 0 else ["zebra", "camel", "horse"][g % 3]
-                lines.append(f"The report of the year {g} names the {animal}" + " again" * (g % 11))
-            into.add_source(draft(bucket, f"{n}.txt", "\n".join(lines)))
-        return Scope(principal=LOCAL, bucket_ids=(bucket,))
-
-    embedded = SQLiteStore(tmp_path / "embedded", embedder=EMBEDDER, dim=DIM)
+    # "report" is held by all 400 chunks, "again" by 360, "okapi" by 11: each term's 20
+    # postings that add most to a chunk's score, and the chunks they reach scored exactly, find
+    # what scoring every chunk holding a query term finds (chunks of equal score either way).
+    store = open_store(database_url, tmp_path, lexical_depth=20)
+    exact = open_store(database_url, tmp_path, lexical_depth=None)
     try:
-        ours, theirs = fill_common(store), fill_common(embedded)
-        for query, limit, pruned, compared in [
-            ("the report of the okapi", 5, True, 5),  # 11 chunks hold "okapi"
-            ("the report of the okapi", 20, False, 11),  # more than they: every chunk scored
-        ]:
-            assert _lexical_was_pruned(store, database_url, ours, query, limit) is pruned
-            found = store.search_lexical(query, ours, limit=limit)
-            assert len(found) == limit
-            expected = embedded.search_lexical(query, theirs, limit=limit)[:compared]
-            texts = store.get_chunks([h.chunk_id for h in found])
-            expected_texts = embedded.get_chunks([h.chunk_id for h in expected])
-            assert [(texts[h.chunk_id].text, h.score) for h in found[:compared]] == [
-                (expected_texts[h.chunk_id].text, pytest.approx(h.score, rel=1e-5))
-                for h in expected
-            ]
+        scope = fill_common(store)
+        found = store.search_lexical(query, scope, limit=5)
+        assert len(found) == 5
+        assert [h.score for h in found] == [
+            h.score for h in exact.search_lexical(query, scope, limit=5)
+        ]
     finally:
-        embedded.close()
+        exact.close()
+        store.close()
+
+
+def test_lexical_search_fills_its_list_from_the_scope_when_the_best_postings_are_not_its(
+    database_url: str, tmp_path: Path
+) -> None:
+    store = open_store(database_url, tmp_path, lexical_depth=3)
+    try:
+        # Another bucket's chunks are the shortest: the word adds most to them.
+        other = store.create_bucket("short", tenant_id="default").id
+        for n in range(5):
+            store.add_source(draft(other, f"{n}.txt", f"okapi\nokapi {n}"))
+        ours = fill_common(store)
+        found = store.search_lexical("okapi", ours, limit=3)
+        assert len(found) == 3
+        sources = {s.id for s in store.list_sources(ours.bucket_ids[0])}
+        chunks = store.get_chunks([h.chunk_id for h in found])
+        assert {chunks[h.chunk_id].source_id for h in found} <= sources
+    finally:
+        store.close()
 
 
 @pytest.mark.parametrize(
@@ -244,6 +245,82 @@ def test_bm25_statistics_follow_every_write(store: PostgresStore, database_url: 
     assert kept == counted
     store.delete_bucket(scope.bucket_ids[0])
     assert _bm25_statistics(database_url) == ([], [])
+
+
+def _postings(url: str) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+    """The kept lexical postings, and the same made afresh from the chunks, each impact with its
+    field's recorded average length."""
+    with psycopg.connect(url) as conn:
+        kept = conn.execute(
+            "SELECT term, chunk_key, source_key, occurrences, impact FROM lexical_postings"
+            " ORDER BY 1, 2"
+        ).fetchall()
+        made = conn.execute(
+            "SELECT hashtextextended(u.lexeme, 0), c.key, c.source_key, cardinality(u.positions),"
+            " bm25_impact(cardinality(u.positions), c.lexical_length, f.impact_length)::real"
+            " FROM chunks c JOIN lexical_fields f ON f.field = c.lexical_field,"
+            " unnest(c.lexemes) u ORDER BY 1, 2"
+        ).fetchall()
+    return kept, made
+
+
+def test_lexical_postings_follow_every_write_and_search_stays_exact(
+    database_url: str, tmp_path: Path
+) -> None:
+    store = open_store(database_url, tmp_path, lexical_depth=20)
+    exact = open_store(database_url, tmp_path, lexical_depth=None)
+    queries = ["report okapi", "the year of the zebra", "again and again", "refunds"]
+    try:
+        scope = fill_common(store)
+        bucket = scope.bucket_ids[0]
+
+        def agree() -> None:
+            kept, made = _postings(database_url)
+            assert kept == made
+            for query in queries:
+                assert [h.score for h in store.search_lexical(query, scope, limit=5)] == [
+                    h.score for h in exact.search_lexical(query, scope, limit=5)
+                ]
+
+        agree()
+        for source in store.list_sources(bucket)[::3]:
+            store.delete_source(source.id)
+        agree()
+        store.add_source(draft(bucket, "new.txt", "Refunds of the okapi report.\nAgain: refunds."))
+        agree()
+        store.delete_bucket(bucket)
+        assert _postings(database_url) == ([], [])
+    finally:
+        exact.close()
+        store.close()
+
+
+def _impact_length(url: str) -> float:
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT impact_length FROM lexical_fields WHERE field = 'text_en'")
+        found = row.fetchone()
+    assert found is not None
+    return float(found[0])
+
+
+def test_impacts_are_computed_again_when_the_average_length_drifts(
+    store: PostgresStore, database_url: str
+) -> None:
+    bucket = store.create_bucket("notes", tenant_id="default").id
+    store.add_source(draft(bucket, "short.txt", "\n".join(f"Refund {n} paid." for n in range(10))))
+    first = _impact_length(database_url)
+    assert first == pytest.approx(3.0)  # "refund", the number and "paid"
+    # One more chunk of 4 terms: the average moves 3 -> 3.09, within 10%: kept.
+    store.add_source(draft(bucket, "one.txt", "Refund 11 paid twice."))
+    assert _impact_length(database_url) == first
+    kept, made = _postings(database_url)
+    assert kept == made
+    # Ten chunks of 12 terms: the average doubles, and every impact follows it.
+    long = "Refund {} paid by the shop to the customer who returned the broken bicycle bell."
+    store.add_source(draft(bucket, "long.txt", "\n".join(long.format(n) for n in range(10))))
+    assert _impact_length(database_url) > 2 * first
+    kept, made = _postings(database_url)
+    assert kept == made
 
 
 def test_a_failed_write_leaves_nothing_behind(

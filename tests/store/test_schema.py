@@ -22,6 +22,7 @@ ONLY_POSTGRES = {
     "schema_migrations": "its migration record",
     "lexical_terms": "BM25's document frequencies, kept by every write",
     "lexical_fields": "BM25's lengths per analyzer",
+    "lexical_postings": "each chunk's terms, by what they add to its BM25 score",
     "chunks.lexical_field": "which analyzer read the chunk",
     "chunks.lexemes": "the chunk's terms, GIN-indexed",
     "chunks.lexical_length": "how many terms it has",

@@ -50,6 +50,7 @@ def _postgres(settings: Settings, embedder: str, dim: int) -> Store:
         connections=settings.postgres.connections,
         ef_search=settings.postgres.ef_search,
         exact_below=settings.postgres.exact_below,
+        lexical_depth=settings.postgres.lexical_depth or None,
         index_memory=settings.postgres.index_memory,
         index_workers=settings.postgres.index_workers,
         retention=_retention(settings),

@@ -26,7 +26,7 @@ import numpy as np
 from citewell.errors import Conflict, NotFound
 from citewell.store.objects import FolderObjects, ObjectStore
 from citewell.store.objects.blobs import BlobStore
-from citewell.store.postgres.search import chunk_terms
+from citewell.store.postgres.search import add_postings, chunk_terms, refresh_impacts
 from citewell.store.postgres.store import Connection, PostgresStore
 from citewell.store.sqlite import schema
 
@@ -266,7 +266,7 @@ def _copy(source: sqlite3.Connection, conn: Connection) -> dict[str, int]:
         ),
     )
     copy("ingest_jobs", _JOB_INSERT, _jobs_under_way(source))
-    # BM25's statistics, counted once from the copied chunks.
+    # BM25's statistics and postings, counted once from the copied chunks.
     conn.execute(
         "INSERT INTO lexical_terms (lexeme, chunks)"
         " SELECT u.lexeme, count(*) FROM chunks c, unnest(c.lexemes) u GROUP BY u.lexeme"
@@ -275,6 +275,9 @@ def _copy(source: sqlite3.Connection, conn: Connection) -> dict[str, int]:
         "INSERT INTO lexical_fields (field, chunks, terms)"
         " SELECT lexical_field, count(*), sum(lexical_length) FROM chunks GROUP BY lexical_field"
     )
+    fields = [row["field"] for row in conn.execute("SELECT field FROM lexical_fields")]
+    refresh_impacts(conn, fields)
+    add_postings(conn, None)
     return counts
 
 

@@ -148,6 +148,44 @@ MIGRATIONS: tuple[tuple[str, LiteralString], ...] = (
         ALTER TABLE ingest_jobs ADD COLUMN submitter_labels text[];
         """,
     ),
+    (
+        "0004_lexical_postings",
+        """
+        -- What one term adds to one chunk's BM25 score, over the term's idf: its saturated term
+        -- frequency (tantivy's k1 = 1.2, b = 0.75; ``average`` is the field's terms over all
+        -- chunks, as tantivy has it). The one definition, for storing and for scoring.
+        CREATE FUNCTION bm25_impact(occurrences integer, length integer, average float8)
+            RETURNS float8 LANGUAGE sql IMMUTABLE PARALLEL SAFE
+            RETURN occurrences * 2.2::float8
+                / (occurrences + 1.2::float8 * (0.25::float8 + 0.75::float8 * length / average));
+
+        -- The average length the stored impacts were computed with (``lexical_postings``),
+        -- renewed when the field's true average drifts too far from it.
+        ALTER TABLE lexical_fields ADD COLUMN impact_length float8;
+        UPDATE lexical_fields SET impact_length
+            = terms / nullif((SELECT sum(chunks) FROM lexical_fields), 0);
+
+        -- Every chunk's terms again, one row per term, so that a search reads each query term's
+        -- chunks best first (by impact) and stops after a fixed number, however many chunks
+        -- hold the term. term: hashtextextended(lexeme, 0); occurrences: as in the tsvector.
+        CREATE TABLE lexical_postings (
+            term        bigint NOT NULL,
+            impact      real NOT NULL,
+            chunk_key   bigint NOT NULL,
+            source_key  bigint NOT NULL,
+            occurrences smallint NOT NULL
+        );
+        INSERT INTO lexical_postings
+            SELECT hashtextextended(u.lexeme, 0),
+                   bm25_impact(cardinality(u.positions), c.lexical_length, f.impact_length),
+                   c.key, c.source_key, cardinality(u.positions)
+            FROM chunks c JOIN lexical_fields f ON f.field = c.lexical_field,
+                 unnest(c.lexemes) u;
+        CREATE INDEX lexical_postings_by_impact
+            ON lexical_postings (term, impact DESC) INCLUDE (chunk_key, source_key);
+        CREATE INDEX lexical_postings_by_source ON lexical_postings (source_key);
+        """,
+    ),
 )
 
 

@@ -1,12 +1,15 @@
 """How the PostgreSQL store searches: each search one SQL statement, built here.
 
-- **Lexical**: BM25 computed in SQL. Each chunk keeps its terms exactly as the embedded store's
-  analyzers make them (``analysis.terms``: per-language stemming, Chinese segmented by jieba) in a
-  ``tsvector`` (GIN-indexed), each lexeme prefixed with its analyzer's name so that statistics
-  stay per language, as in the embedded store. The counts BM25 needs (chunks per term; chunks and
-  terms per analyzer) are kept in ``lexical_terms`` and ``lexical_fields`` by every write, so a
-  score is the embedded store's (tantivy's) score. The chunks holding the query's rare terms are
-  scored first, and the rest only when they could still enter the list (``Search.lexical``).
+- **Lexical**: BM25. Each chunk keeps its terms exactly as the embedded store's analyzers make
+  them (``analysis.terms``: per-language stemming, Chinese segmented by jieba) in a ``tsvector``,
+  each lexeme prefixed with its analyzer's name so that statistics stay per language, as in the
+  embedded store. The counts BM25 needs (chunks per term; chunks and terms per analyzer) are kept
+  in ``lexical_terms`` and ``lexical_fields`` by every write, so a score is the embedded store's
+  (tantivy's) score. BM25 is a sum over the query's terms of idf(term) × impact(term, chunk), so
+  each chunk's terms are also kept as postings ordered by impact (``lexical_postings``): a search
+  reads only the ``depth`` best postings of each query term the scope allows, ranks their chunks
+  by the sum they reach, and scores the best of them exactly. Its cost is bounded by the query's
+  length, not by how many chunks hold a common word (``Search.lexical``).
 - **Dense**: pgvector's cosine distance, written as the embedder's HNSW index has it.
 - **Hybrid**: both lists fused inside the same statement, with the semantics of fusion.py.
 - **Permissions**: ``allowed``, the sources the scope may see, is the first CTE of every statement,
@@ -30,17 +33,17 @@ from citewell.store.base import Fusion, Scope, Vectors
 from citewell.store.filters import POSTGRES, SqlParam, compile_filter
 from citewell.store.fusion import best_part
 
-__all__ = ["ChunkTerms", "Search", "chunk_terms", "count_terms"]
+__all__ = ["ChunkTerms", "Search", "add_postings", "chunk_terms", "count_terms", "refresh_impacts"]
 
-_K1, _B = 1.2, 0.75
-"""BM25's parameters, tantivy's (the embedded store's) values."""
 _HNSW_MIN_SHARE = 0.02
 """Smallest share of all chunks a scope must allow for dense search to walk the HNSW graph: the
 graph walk visits at most 20,000 entries (pgvector's default), which at 2% still yields about
 400 allowed hits, four times the candidates a hybrid search takes."""
-_RARE_SHARE = 0.05
-"""Most chunks (a share of all) that a lexical search scores first, holding its rarest terms,
-before it tries to prove that no other chunk can enter its list."""
+_RESCORED = 2
+"""Candidates a lexical search scores exactly, per hit it returns."""
+_DRIFT = 0.1
+"""How far (a share) a field's average chunk length may move from the one its stored impacts
+were computed with before a write of that field computes them again."""
 _MAX_POSITIONS = 256
 """Occurrences of one term a tsvector can record; a term counts at most this often in a chunk."""
 _POSITIONS = ["", *(",".join(map(str, range(1, n + 1))) for n in range(1, _MAX_POSITIONS + 1))]
@@ -120,62 +123,55 @@ class Search:
             named += f"%(filter_{index})s{part}"
         return named
 
-    def lexical(self, limit: int) -> sql.Composed:
+    def lexical(self, limit: int, depth: int | None) -> sql.Composed:
         """CTEs ending in ``lexical (id, score)``: BM25, best first, at most ``limit``.
 
-        Exact, and pruned when that can be proven (MaxScore): a term adds less than
-        ``idf * (k1 + 1)`` to any chunk's score, so the chunks holding none of the query's rare
-        terms score less than the sum of that bound over its common terms. The chunks holding a
-        rare term (the rarest first, while they are at most ``_RARE_SHARE`` of all chunks) are
-        scored first; when ``limit`` of them score at least that sum, no other chunk can enter
-        the list. Otherwise every chunk holding a query term is scored, as without pruning.
+        With a ``depth``, each query term contributes the ``depth`` chunks of the scope it adds
+        most to (its postings, read best first from an index, skipping chunks the scope does not
+        allow); their chunks are ranked by the sum of what their read postings add, and the
+        best ``_RESCORED`` × ``limit`` are scored exactly. A term held by fewer chunks than
+        ``depth`` contributes them all, so a query of such terms is answered exactly; a chunk
+        that reaches the list only through postings beyond the depth of common terms is missed
+        (bench/scale.py measures how often, against ``depth`` None: every chunk holding a query
+        term scored exactly, at a cost that grows with how many chunks hold it).
         """
         self.params["lexical_limit"] = limit
-        self.params["quoted"] = [_quote(lexeme) for lexeme in self.lexemes]
-
-        def scored(matching: str) -> sql.Composed:
-            return sql.SQL(
-                "SELECT c.id, sum(q.idf * {k1_1} * cardinality(u.positions)"
-                " / (cardinality(u.positions) + {k1} * (1 - {b} + {b} * c.lexical_length"
-                " / (f.terms / n.chunks)))) AS score"
-                " FROM chunks c JOIN lexical_fields f ON f.field = c.lexical_field"
-                " CROSS JOIN totals n CROSS JOIN LATERAL unnest(c.lexemes) AS u"
-                " JOIN query_terms q ON q.lexeme = u.lexeme"
-                f" WHERE c.lexemes @@ {matching}"
+        terms = sql.SQL(
+            "totals AS (SELECT sum(chunks)::float8 AS chunks FROM lexical_fields),"
+            " query_terms AS (SELECT t.lexeme, hashtextextended(t.lexeme, 0) AS term,"
+            " ln(1 + (n.chunks - t.chunks + 0.5) / (t.chunks + 0.5)) AS idf"
+            " FROM lexical_terms t CROSS JOIN totals n WHERE t.lexeme = ANY(%(lexemes)s))"
+        )
+        if depth is None:
+            scored = sql.SQL(
+                "scored AS (SELECT c.key FROM chunks c WHERE c.lexemes @@ %(tsquery)s::tsquery"
                 # An array, not a subquery: the planner then searches the GIN index once,
                 # instead of once per allowed source (minutes at 1M chunks).
-                " AND c.source_key = ANY(ARRAY(SELECT key FROM allowed))"
-                ' GROUP BY c.id ORDER BY score DESC, c.id COLLATE "C" LIMIT %(lexical_limit)s'
-            ).format(k1_1=sql.Literal(_K1 + 1), k1=sql.Literal(_K1), b=sql.Literal(_B))
-
+                " AND c.source_key = ANY(ARRAY(SELECT key FROM allowed)))"
+            )
+        else:
+            self.params["lexical_depth"] = depth
+            self.params["rescored"] = _RESCORED * limit
+            scored = sql.SQL(
+                "scored AS (SELECT p.chunk_key AS key FROM query_terms q CROSS JOIN LATERAL"
+                " (SELECT chunk_key, impact FROM lexical_postings"
+                " WHERE term = q.term"
+                # "OR false" keeps the planner from turning the test into a join, which loses
+                # the index's order: it stays a hashed lookup made once per statement.
+                " AND (source_key IN (SELECT key FROM allowed) OR false)"
+                " ORDER BY impact DESC LIMIT %(lexical_depth)s) p"
+                " GROUP BY p.chunk_key ORDER BY sum(q.idf * p.impact) DESC, p.chunk_key"
+                " LIMIT %(rescored)s)"
+            )
         return sql.SQL(
-            "totals AS (SELECT sum(chunks)::float8 AS chunks FROM lexical_fields),"
-            " query_terms AS (SELECT t.lexeme, l.quoted, t.chunks AS holding,"
-            " ln(1 + (n.chunks - t.chunks + 0.5) / (t.chunks + 0.5)) AS idf"
-            " FROM lexical_terms t CROSS JOIN totals n"
-            " JOIN unnest(%(lexemes)s::text[], %(quoted)s::text[]) AS l (lexeme, quoted)"
-            " ON l.lexeme = t.lexeme),"
-            " by_rarity AS (SELECT quoted, idf, row_number() OVER w AS nth,"
-            " sum(holding) OVER w AS holding_so_far FROM query_terms"
-            ' WINDOW w AS (ORDER BY holding, lexeme COLLATE "C")),'
-            " split AS (SELECT (SELECT string_agg(quoted, ' | ') FROM by_rarity r"
-            " WHERE r.nth = 1 OR r.holding_so_far <= n.chunks * {share})::tsquery AS rare,"
-            " (SELECT coalesce(sum(idf), 0) * {k1_1} FROM by_rarity r"
-            " WHERE r.nth > 1 AND r.holding_so_far > n.chunks * {share}) AS bound"
-            " FROM totals n),"
-            " pruned AS ({pruned}),"
-            " proven AS (SELECT count(*) >= %(lexical_limit)s"
-            " AND coalesce(min(score) >= (SELECT bound FROM split), false) AS yes FROM pruned),"
-            " lexical AS (SELECT id, score FROM (SELECT id, score FROM pruned"
-            " WHERE (SELECT yes FROM proven)"
-            " UNION ALL SELECT id, score FROM ({every}) every WHERE NOT (SELECT yes FROM proven))"
-            ' ranked ORDER BY score DESC, id COLLATE "C")'
-        ).format(
-            pruned=scored("(SELECT rare FROM split)"),
-            every=scored("%(tsquery)s::tsquery"),
-            share=sql.Literal(_RARE_SHARE),
-            k1_1=sql.Literal(_K1 + 1),
-        )
+            "{terms}, {scored},"
+            " lexical AS (SELECT c.id, sum(q.idf * bm25_impact(cardinality(u.positions),"
+            " c.lexical_length, f.terms / n.chunks)) AS score"
+            " FROM scored s JOIN chunks c ON c.key = s.key"
+            " JOIN lexical_fields f ON f.field = c.lexical_field CROSS JOIN totals n"
+            " CROSS JOIN LATERAL unnest(c.lexemes) AS u JOIN query_terms q ON q.lexeme = u.lexeme"
+            ' GROUP BY c.id ORDER BY score DESC, c.id COLLATE "C" LIMIT %(lexical_limit)s)'
+        ).format(terms=terms, scored=scored)
 
     def steer(self, exact_below: int, ef_search: int) -> sql.Composed:
         """A statement that, for the rest of the transaction, makes dense search walk the HNSW
@@ -216,7 +212,7 @@ class Search:
             " ORDER BY distance LIMIT %(dense_limit)s) nearest)"
         ).format(dim=sql.Literal(self._dim), embedder=sql.Literal(self._embedder))
 
-    def hybrid(self, fusion: Fusion, limit: int) -> sql.Composed:
+    def hybrid(self, fusion: Fusion, limit: int, depth: int | None) -> sql.Composed:
         """The whole statement of a hybrid search: both rankings, fused as fusion.py fuses them.
 
         Rows: id, fused, lexical, lexical_rank, dense, dense_rank; best first.
@@ -230,7 +226,7 @@ class Search:
         ranked = sql.SQL(", ").join(
             [
                 self.allowed,
-                self.lexical(fusion.candidates) if self.lexemes else sql.SQL(_NO_LEXICAL),
+                self.lexical(fusion.candidates, depth) if self.lexemes else sql.SQL(_NO_LEXICAL),
                 self.dense(fusion.candidates),
             ]
         )
@@ -299,7 +295,8 @@ def _quote(lexeme: str) -> str:
 def count_terms(
     conn: psycopg.Connection[DictRow], chunks: Sequence[ChunkTerms], *, sign: int
 ) -> None:
-    """Add (``sign`` 1) or remove (-1) chunks from BM25's statistics.
+    """Add (``sign`` 1) or remove (-1) chunks from BM25's statistics, and compute the postings'
+    impacts of their fields again where the average length has drifted (``refresh_impacts``).
 
     Rows are updated in lexeme order, the same in every transaction, so concurrent writers wait
     for each other instead of deadlocking.
@@ -327,3 +324,48 @@ def count_terms(
     )
     if sign < 0:
         conn.execute("DELETE FROM lexical_terms WHERE lexeme = ANY(%s) AND chunks <= 0", (lexemes,))
+    refresh_impacts(conn, names)
+
+
+def refresh_impacts(conn: psycopg.Connection[DictRow], fields: Sequence[str]) -> list[str]:
+    """Compute the postings' impacts of those ``fields`` again whose average chunk length (BM25's,
+    tantivy's: the field's terms over all chunks) has moved more than ``_DRIFT`` from the one
+    they were computed with, or was never recorded; which fields were.
+
+    Only the fields a write touches, whose rows it already holds (``count_terms``): no lock is
+    taken in another order, and no writer of the field can add postings meanwhile. The impacts
+    only order the postings (a search scores its candidates afresh), so a field left drifting
+    until its next write costs recall, never a wrong score; one refresh costs an update of every
+    posting of the field, after the library has grown or shrunk by about ``_DRIFT`` of itself.
+    """
+    rows = conn.execute(
+        "UPDATE lexical_fields f SET impact_length = f.terms / n.chunks"
+        " FROM (SELECT sum(chunks)::float8 AS chunks FROM lexical_fields) n"
+        " WHERE f.field = ANY(%s) AND f.chunks > 0 AND (f.impact_length IS NULL"
+        " OR abs(f.terms / n.chunks / f.impact_length - 1) > %s)"
+        " RETURNING f.field, f.impact_length",
+        (list(fields), _DRIFT),
+    ).fetchall()
+    for row in rows:
+        conn.execute(
+            "UPDATE lexical_postings p"
+            " SET impact = bm25_impact(p.occurrences, c.lexical_length, %s)"
+            " FROM chunks c WHERE c.key = p.chunk_key AND c.lexical_field = %s",
+            (row["impact_length"], row["field"]),
+        )
+    return [row["field"] for row in rows]
+
+
+def add_postings(conn: psycopg.Connection[DictRow], source_key: int | None) -> None:
+    """The postings of a source's chunks (None: of every chunk), written before. After
+    ``count_terms``: their fields' rows are then held, so no other write changes the impacts'
+    average meanwhile."""
+    conn.execute(
+        "INSERT INTO lexical_postings (term, impact, chunk_key, source_key, occurrences)"
+        " SELECT hashtextextended(u.lexeme, 0),"
+        " bm25_impact(cardinality(u.positions), c.lexical_length, f.impact_length),"
+        " c.key, c.source_key, cardinality(u.positions)"
+        " FROM chunks c JOIN lexical_fields f ON f.field = c.lexical_field,"
+        " unnest(c.lexemes) u WHERE %(source)s::bigint IS NULL OR c.source_key = %(source)s",
+        {"source": source_key},
+    )

@@ -30,7 +30,13 @@ from citewell.store.dialect import Clause, Dialect
 from citewell.store.objects import FolderObjects
 from citewell.store.objects.blobs import BlobStore
 from citewell.store.postgres.schema import migrate, schema_lock
-from citewell.store.postgres.search import ChunkTerms, Search, chunk_terms, count_terms
+from citewell.store.postgres.search import (
+    ChunkTerms,
+    Search,
+    add_postings,
+    chunk_terms,
+    count_terms,
+)
 from citewell.store.sql import CHUNK_ROW_COLUMNS, SqlStore, chunk_rows, page_rows, store_errors
 
 __all__ = ["PostgresStore"]
@@ -74,7 +80,10 @@ class PostgresStore(SqlStore[Connection]):
 
     ``connections``: most connections this process opens; ``ef_search``: HNSW's candidate list,
     the recall of dense search against its speed; ``exact_below``: scopes of fewer chunks are
-    searched exactly, larger ones through the HNSW index; ``index_memory`` and
+    searched exactly, larger ones through the HNSW index; ``lexical_depth``: the postings of each
+    query term a lexical search reads, the recall of lexical search against its speed (None:
+    every chunk holding a query term is scored, exact BM25 at a cost that grows with the
+    library; ``postgres.search``); ``index_memory`` and
     ``index_workers``: PostgreSQL's ``maintenance_work_mem`` and
     ``max_parallel_maintenance_workers`` while it builds an HNSW index.
 
@@ -96,6 +105,7 @@ class PostgresStore(SqlStore[Connection]):
         connections: int = 8,
         ef_search: int = 100,
         exact_below: int = 2000,
+        lexical_depth: int | None = 1000,
         index_memory: str = "1GB",
         index_workers: int = 2,
         retention: Retention = Retention(),
@@ -108,6 +118,7 @@ class PostgresStore(SqlStore[Connection]):
         self.blobs.sweep_temporary()
         self._ef_search = ef_search
         self._exact_below = exact_below
+        self._lexical_depth = lexical_depth
         self._index_memory = index_memory
         self._index_workers = index_workers
         with _store_errors(), psycopg.connect(url, autocommit=True, prepare_threshold=None) as conn:
@@ -125,7 +136,7 @@ class PostgresStore(SqlStore[Connection]):
         )
         with _store_errors():
             self._pool.open(wait=True)
-        self._build_vector_index()
+        self._build_indexes()
         self._purge_traces()
         self._purge_answers()
 
@@ -135,11 +146,12 @@ class PostgresStore(SqlStore[Connection]):
         digest = hashlib.sha256(self.embedder.encode()).hexdigest()[:16]
         return sql.Identifier(f"vectors_hnsw_{digest}_{self.dim}")
 
-    def _build_vector_index(self) -> None:
-        """Build the embedder's HNSW index unless it is there.
+    def _build_indexes(self) -> None:
+        """Build the embedder's HNSW index and the lexical postings' index unless they are there.
 
-        Under the schema lock, so one process builds it while the others wait. Searches meanwhile
-        plan without it (it is not committed yet): they scan exactly. Writes of vectors wait.
+        Under the schema lock, so one process builds them while the others wait. Searches
+        meanwhile plan without them (they are not committed yet): dense search scans exactly,
+        lexical search reads every posting of each query term. Writes wait.
         """
         with self.transaction() as conn:
             schema_lock(conn)
@@ -154,24 +166,30 @@ class PostgresStore(SqlStore[Connection]):
                     " ((vector::vector({})) vector_cosine_ops) WHERE embedder = {}"
                 ).format(self._vector_index(), sql.Literal(self.dim), sql.Literal(self.embedder))
             )
+            conn.execute(
+                "CREATE INDEX IF NOT EXISTS lexical_postings_by_impact"
+                " ON lexical_postings (term, impact DESC) INCLUDE (chunk_key, source_key)"
+            )
 
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
         """Load many sources fast: the sources added during the block (``add_source``, as
-        always) are written without the embedder's HNSW index, which is built once at the end,
-        as pgvector recommends (inserting into the graph row by row is what slows a large load).
+        always) are written without the embedder's HNSW index and the lexical postings' index,
+        which are built once at the end, as pgvector and PostgreSQL recommend (inserting into
+        the graph and into the postings' B-tree row by row is what slows a large load).
 
-        Until the index is built again, dense searches scan exactly: slower, never wrong. Other
-        processes may keep writing and searching; one that opens the store meanwhile builds the
-        index at once, so start them after a large load.
+        Until the indexes are built again, searches are slow, never wrong. Other processes may
+        keep writing and searching; one that opens the store meanwhile builds the indexes at
+        once, so start them after a large load.
         """
         with self.transaction() as conn:
             schema_lock(conn)
             conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(self._vector_index()))
+            conn.execute("DROP INDEX IF EXISTS lexical_postings_by_impact")
         try:
             yield
         finally:
-            self._build_vector_index()
+            self._build_indexes()
 
     def _configure(self, conn: Connection) -> None:
         register_vector(conn)
@@ -255,6 +273,7 @@ class PostgresStore(SqlStore[Connection]):
         self._link_version(conn, source_key, draft)
         # Last, as these rows are shared by every write: their locks are held the shortest.
         count_terms(conn, lexical, sign=1)
+        add_postings(conn, source_key)
 
     @staticmethod
     def _insert_vectors(
@@ -274,13 +293,16 @@ class PostgresStore(SqlStore[Connection]):
 
     @staticmethod
     def _forget_derived(conn: Connection, source_keys: Sequence[int]) -> None:
-        """Take the sources' chunks out of the lexical statistics (``postgres.search``)."""
+        """Take the sources' chunks out of the lexical statistics and postings
+        (``postgres.search``)."""
+        keys = list(source_keys)
+        conn.execute("DELETE FROM lexical_postings WHERE source_key = ANY(%s)", (keys,))
         counted = [
             ChunkTerms.stored(row["lexical_field"], row["lexemes"], row["lexical_length"])
             for row in conn.execute(
                 "SELECT lexical_field, tsvector_to_array(lexemes) AS lexemes, lexical_length"
                 " FROM chunks WHERE source_key = ANY(%s)",
-                (list(source_keys),),
+                (keys,),
             )
         ]
         count_terms(conn, counted, sign=-1)
@@ -297,7 +319,7 @@ class PostgresStore(SqlStore[Connection]):
             return []
         rows = self._read(
             sql.SQL("WITH {}, {} SELECT id, score FROM lexical").format(
-                search.allowed, search.lexical(limit)
+                search.allowed, search.lexical(limit, self._lexical_depth)
             ),
             search.params,
             search=search,
@@ -334,7 +356,9 @@ class PostgresStore(SqlStore[Connection]):
                     dense_rank=row["dense_rank"],
                 ),
             )
-            for row in self._read(search.hybrid(fusion, limit), search.params, search=search)
+            for row in self._read(
+                search.hybrid(fusion, limit, self._lexical_depth), search.params, search=search
+            )
         ]
 
     def _search(self, scope: Scope, *, query: str = "", vector: Vectors | None = None) -> Search:
