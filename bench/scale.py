@@ -23,10 +23,10 @@ For each store (``--backends sqlite,postgres,postgres-rows``), into a new tempor
   fusion (same weights, same candidates) of the exact lexical list with the exact dense list.
 
 Then, with ``--throughput SECONDS`` and PostgreSQL: ``citewell serve`` processes on that store
-(same database, same data folder), 1 and then ``--processes`` of them, and ``--clients``
-threads (httpx) sending, round robin over the processes, a mix of ``POST /v1/search`` (half),
-``POST /v1/responses`` (a quarter) and the same streamed (a quarter) for SECONDS each:
-requests/s, errors, latency.
+(same database, same data folder; answers read by word overlap), 1 and then ``--processes`` of
+them, and ``--clients`` threads (httpx) sending, round robin over the processes, a mix of
+``POST /v1/search`` (half), ``POST /v1/responses`` (a quarter) and the same streamed (a quarter)
+for SECONDS each: requests/s, errors, latency.
 
 Data. Passages are synthetic but made of real sentences: a pool of sentences from the
 evaluation corpora (English: SciFact abstracts, SQuAD 2.0 and XQuAD contexts; Spanish: SQuAD-es
@@ -616,6 +616,10 @@ def serve_and_load(
             "CITEWELL_RETRIEVE__THREADS": "1",
             "CITEWELL_POSTGRES__CONNECTIONS": str(args.connections),
             "CITEWELL_POSTGRES__LEXICAL_DEPTH": str(args.lexical_depth),
+            # Answers chosen by word overlap, as when this was first measured: the trained
+            # reader costs each answer a second of CPU on these machines (docs/benchmarks.md),
+            # which would measure the reader instead of the store.
+            "CITEWELL_READ__READER": "lexical",
         }
     )
     with ExitStack() as stack:
@@ -726,7 +730,7 @@ def main() -> None:
     parser.add_argument(
         "--lexical-depth",
         type=int,
-        default=1000,
+        default=2000,
         help="PostgreSQL: postings read per query term (0: every chunk holding a term, exact)",
     )
     parser.add_argument(

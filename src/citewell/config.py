@@ -311,7 +311,7 @@ class PostgresSettings(_Group):
         "exact, ~3 ms HNSW; bench/postgres.py).",
     )
     lexical_depth: int = Field(
-        default=1000,
+        default=2000,
         ge=0,
         description="Postings of each query term a lexical search reads, those that add most to "
         "a passage's BM25 score: the passages they reach are then scored exactly. Its cost stays "

@@ -39,7 +39,7 @@ _HNSW_MIN_SHARE = 0.02
 """Smallest share of all chunks a scope must allow for dense search to walk the HNSW graph: the
 graph walk visits at most 20,000 entries (pgvector's default), which at 2% still yields about
 400 allowed hits, four times the candidates a hybrid search takes."""
-_RESCORED = 2
+_RESCORED = 5
 """Candidates a lexical search scores exactly, per hit it returns."""
 _DRIFT = 0.1
 """How far (a share) a field's average chunk length may move from the one its stored impacts

@@ -105,7 +105,7 @@ class PostgresStore(SqlStore[Connection]):
         connections: int = 8,
         ef_search: int = 100,
         exact_below: int = 2000,
-        lexical_depth: int | None = 1000,
+        lexical_depth: int | None = 2000,
         index_memory: str = "1GB",
         index_workers: int = 2,
         retention: Retention = Retention(),
