@@ -295,6 +295,32 @@ def test_lexical_postings_follow_every_write_and_search_stays_exact(
         store.close()
 
 
+def test_the_postings_migration_indexes_a_library_written_before_it(
+    database_url: str, tmp_path: Path
+) -> None:
+    store = open_store(database_url, tmp_path, lexical_depth=20)
+    scope = fill_common(store)
+    store.close()
+    with psycopg.connect(database_url) as conn:  # the database as it was before 0004
+        conn.execute(
+            "DROP TABLE lexical_postings; DROP FUNCTION bm25_impact;"
+            " ALTER TABLE lexical_fields DROP COLUMN impact_length;"
+            " DELETE FROM schema_migrations WHERE name = '0004_lexical_postings'"
+        )
+    store = open_store(database_url, tmp_path, lexical_depth=20)
+    exact = open_store(database_url, tmp_path, lexical_depth=None)
+    try:
+        kept, made = _postings(database_url)
+        assert kept == made and len(kept) > 400
+        for query in ["report okapi", "again"]:
+            assert [h.score for h in store.search_lexical(query, scope, limit=5)] == [
+                h.score for h in exact.search_lexical(query, scope, limit=5)
+            ]
+    finally:
+        exact.close()
+        store.close()
+
+
 def _impact_length(url: str) -> float:
     with psycopg.connect(url) as conn:
         row = conn.execute("SELECT impact_length FROM lexical_fields WHERE field = 'text_en'")

@@ -33,7 +33,15 @@ from citewell.store.base import Fusion, Scope, Vectors
 from citewell.store.filters import POSTGRES, SqlParam, compile_filter
 from citewell.store.fusion import best_part
 
-__all__ = ["ChunkTerms", "Search", "add_postings", "chunk_terms", "count_terms", "refresh_impacts"]
+__all__ = [
+    "ChunkTerms",
+    "Search",
+    "add_postings",
+    "chunk_terms",
+    "count_terms",
+    "forget_postings",
+    "refresh_impacts",
+]
 
 _HNSW_MIN_SHARE = 0.02
 """Smallest share of all chunks a scope must allow for dense search to walk the HNSW graph: the
@@ -294,12 +302,12 @@ def _quote(lexeme: str) -> str:
 
 def count_terms(
     conn: psycopg.Connection[DictRow], chunks: Sequence[ChunkTerms], *, sign: int
-) -> None:
-    """Add (``sign`` 1) or remove (-1) chunks from BM25's statistics, and compute the postings'
-    impacts of their fields again where the average length has drifted (``refresh_impacts``).
+) -> list[str]:
+    """Add (``sign`` 1) or remove (-1) chunks from BM25's statistics; their fields.
 
     Rows are updated in lexeme order, the same in every transaction, so concurrent writers wait
-    for each other instead of deadlocking.
+    for each other instead of deadlocking. The fields' rows stay locked until the transaction
+    ends: whatever a write then does to the fields' postings, no other write does meanwhile.
     """
     holding = Counter(lexeme for chunk in chunks for lexeme in chunk.counts)
     fields: dict[str, list[int]] = {}
@@ -324,7 +332,7 @@ def count_terms(
     )
     if sign < 0:
         conn.execute("DELETE FROM lexical_terms WHERE lexeme = ANY(%s) AND chunks <= 0", (lexemes,))
-    refresh_impacts(conn, names)
+    return names
 
 
 def refresh_impacts(conn: psycopg.Connection[DictRow], fields: Sequence[str]) -> list[str]:
@@ -333,10 +341,11 @@ def refresh_impacts(conn: psycopg.Connection[DictRow], fields: Sequence[str]) ->
     they were computed with, or was never recorded; which fields were.
 
     Only the fields a write touches, whose rows it already holds (``count_terms``): no lock is
-    taken in another order, and no writer of the field can add postings meanwhile. The impacts
-    only order the postings (a search scores its candidates afresh), so a field left drifting
-    until its next write costs recall, never a wrong score; one refresh costs an update of every
-    posting of the field, after the library has grown or shrunk by about ``_DRIFT`` of itself.
+    taken in another order, and no other write adds or removes the fields' postings meanwhile.
+    The impacts only order the postings (a search scores its candidates afresh), so a field left
+    drifting until its next write costs recall, never a wrong score; one refresh costs an update
+    of every posting of the field, after the library has grown or shrunk by about ``_DRIFT`` of
+    itself.
     """
     rows = conn.execute(
         "UPDATE lexical_fields f SET impact_length = f.terms / n.chunks"
@@ -357,9 +366,8 @@ def refresh_impacts(conn: psycopg.Connection[DictRow], fields: Sequence[str]) ->
 
 
 def add_postings(conn: psycopg.Connection[DictRow], source_key: int | None) -> None:
-    """The postings of a source's chunks (None: of every chunk), written before. After
-    ``count_terms``: their fields' rows are then held, so no other write changes the impacts'
-    average meanwhile."""
+    """The postings of a source's chunks (None: of every chunk), written before; after
+    ``count_terms`` and ``refresh_impacts``, with the average they recorded."""
     conn.execute(
         "INSERT INTO lexical_postings (term, impact, chunk_key, source_key, occurrences)"
         " SELECT hashtextextended(u.lexeme, 0),"
@@ -369,3 +377,8 @@ def add_postings(conn: psycopg.Connection[DictRow], source_key: int | None) -> N
         " unnest(c.lexemes) u WHERE %(source)s::bigint IS NULL OR c.source_key = %(source)s",
         {"source": source_key},
     )
+
+
+def forget_postings(conn: psycopg.Connection[DictRow], source_keys: Sequence[int]) -> None:
+    """Remove the postings of the sources' chunks; after ``count_terms``, as ``add_postings``."""
+    conn.execute("DELETE FROM lexical_postings WHERE source_key = ANY(%s)", (list(source_keys),))

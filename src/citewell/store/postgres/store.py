@@ -36,6 +36,8 @@ from citewell.store.postgres.search import (
     add_postings,
     chunk_terms,
     count_terms,
+    forget_postings,
+    refresh_impacts,
 )
 from citewell.store.sql import CHUNK_ROW_COLUMNS, SqlStore, chunk_rows, page_rows, store_errors
 
@@ -272,7 +274,8 @@ class PostgresStore(SqlStore[Connection]):
         )
         self._link_version(conn, source_key, draft)
         # Last, as these rows are shared by every write: their locks are held the shortest.
-        count_terms(conn, lexical, sign=1)
+        fields = count_terms(conn, lexical, sign=1)
+        refresh_impacts(conn, fields)
         add_postings(conn, source_key)
 
     @staticmethod
@@ -295,17 +298,18 @@ class PostgresStore(SqlStore[Connection]):
     def _forget_derived(conn: Connection, source_keys: Sequence[int]) -> None:
         """Take the sources' chunks out of the lexical statistics and postings
         (``postgres.search``)."""
-        keys = list(source_keys)
-        conn.execute("DELETE FROM lexical_postings WHERE source_key = ANY(%s)", (keys,))
         counted = [
             ChunkTerms.stored(row["lexical_field"], row["lexemes"], row["lexical_length"])
             for row in conn.execute(
                 "SELECT lexical_field, tsvector_to_array(lexemes) AS lexemes, lexical_length"
                 " FROM chunks WHERE source_key = ANY(%s)",
-                (keys,),
+                (list(source_keys),),
             )
         ]
-        count_terms(conn, counted, sign=-1)
+        # The postings after the counts, whose rows they lock: in the order every write takes.
+        fields = count_terms(conn, counted, sign=-1)
+        forget_postings(conn, source_keys)
+        refresh_impacts(conn, fields)
 
     # vectors ---------------------------------------------------------------------------------
     def put_vectors(self, embedder: str, keys: Sequence[str], vectors: Vectors) -> None:
