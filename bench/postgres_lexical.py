@@ -62,22 +62,6 @@ JOIN (SELECT DISTINCT chunk_key, source_key FROM lexical_postings) p
 GROUP BY p.chunk_key, p.source_key
 """
 
-_RESCORE = (
-    " lexical AS (SELECT c.id, sum(q.idf * bm25_impact(cardinality(u.positions),"
-    " c.lexical_length, f.terms / n.chunks)) AS score"
-    " FROM scored s JOIN chunks c ON c.key = s.key"
-    " JOIN lexical_fields f ON f.field = c.lexical_field CROSS JOIN totals n"
-    " CROSS JOIN LATERAL unnest(c.lexemes) AS u JOIN query_terms q ON q.lexeme = u.lexeme"
-    ' GROUP BY c.id ORDER BY score DESC, c.id COLLATE "C" LIMIT %(lexical_limit)s)'
-)
-
-
-def _terms(search: object) -> str:
-    """The ``totals`` and ``query_terms`` CTEs of citewell's own statement."""
-    composed = search.lexical(LIMIT, None)  # type: ignore[attr-defined]
-    text = composed.as_string()
-    return text[: text.index(", scored AS")]
-
 
 def sparse_search(
     store: PostgresStore, conn: psycopg.Connection, scope: Scope, query: str
@@ -85,23 +69,22 @@ def sparse_search(
     search = store._search(scope, query=query)
     if not search.lexemes:
         return []
-    statement = (
-        "WITH " + search.allowed.as_string(conn) + ", " + _terms(search) + ","
-        " qv AS (SELECT ('{' || string_agg(dim || ':' || idf, ',' ORDER BY dim) || '}/"
-        + f"{DIMENSIONS}')::sparsevec({DIMENSIONS}) AS v FROM"
+    nearest = sql.SQL(
+        "qv AS (SELECT ('{{' || string_agg(dim || ':' || idf, ',' ORDER BY dim)"
+        " || '}}/{dims}')::sparsevec({dims}) AS v FROM"
         " (SELECT abs(mod(term, 999999937)) + 1 AS dim, sum(idf) AS idf"
         " FROM query_terms GROUP BY 1) t),"
         " scored AS (SELECT b.chunk_key AS key FROM chunk_bm25 b"
         " WHERE b.source_key = ANY(ARRAY(SELECT key FROM allowed))"
-        " ORDER BY b.v <#> (SELECT v FROM qv) LIMIT %(rescored)s),"
-        + _RESCORE
-        + " SELECT id, score FROM lexical"
+        " ORDER BY b.v <#> (SELECT v FROM qv) LIMIT {rescored})"
+    ).format(dims=sql.SQL(str(DIMENSIONS)), rescored=sql.Literal(5 * LIMIT))
+    statement = sql.SQL("WITH {}, {} SELECT id, score FROM lexical").format(
+        search.allowed, search.scored_exactly(LIMIT, nearest)
     )
-    params = {**search.params, "lexical_limit": LIMIT, "rescored": 5 * LIMIT}
     with conn.transaction():
         conn.execute("SET LOCAL hnsw.ef_search = 200")
         conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        rows = conn.execute(statement, params).fetchall()
+        rows = conn.execute(statement, search.params).fetchall()
     return [ChunkHit(row[0], row[1]) for row in rows]
 
 

@@ -143,13 +143,6 @@ class Search:
         (bench/scale.py measures how often, against ``depth`` None: every chunk holding a query
         term scored exactly, at a cost that grows with how many chunks hold it).
         """
-        self.params["lexical_limit"] = limit
-        terms = sql.SQL(
-            "totals AS (SELECT sum(chunks)::float8 AS chunks FROM lexical_fields),"
-            " query_terms AS (SELECT t.lexeme, hashtextextended(t.lexeme, 0) AS term,"
-            " ln(1 + (n.chunks - t.chunks + 0.5) / (t.chunks + 0.5)) AS idf"
-            " FROM lexical_terms t CROSS JOIN totals n WHERE t.lexeme = ANY(%(lexemes)s))"
-        )
         if depth is None:
             scored = sql.SQL(
                 "scored AS (SELECT c.key FROM chunks c WHERE c.lexemes @@ %(tsquery)s::tsquery"
@@ -171,15 +164,26 @@ class Search:
                 " GROUP BY p.chunk_key ORDER BY sum(q.idf * p.impact) DESC, p.chunk_key"
                 " LIMIT %(rescored)s)"
             )
+        return self.scored_exactly(limit, scored)
+
+    def scored_exactly(self, limit: int, candidates: sql.Composable) -> sql.Composed:
+        """CTEs ending in ``lexical (id, score)``: BM25 of the chunks ``candidates`` names (CTEs
+        ending in ``scored (key)``, which may read ``query_terms (lexeme, term, idf)``), best
+        first, at most ``limit``."""
+        self.params["lexical_limit"] = limit
         return sql.SQL(
-            "{terms}, {scored},"
+            "totals AS (SELECT sum(chunks)::float8 AS chunks FROM lexical_fields),"
+            " query_terms AS (SELECT t.lexeme, hashtextextended(t.lexeme, 0) AS term,"
+            " ln(1 + (n.chunks - t.chunks + 0.5) / (t.chunks + 0.5)) AS idf"
+            " FROM lexical_terms t CROSS JOIN totals n WHERE t.lexeme = ANY(%(lexemes)s)),"
+            " {candidates},"
             " lexical AS (SELECT c.id, sum(q.idf * bm25_impact(cardinality(u.positions),"
             " c.lexical_length, f.terms / n.chunks)) AS score"
             " FROM scored s JOIN chunks c ON c.key = s.key"
             " JOIN lexical_fields f ON f.field = c.lexical_field CROSS JOIN totals n"
             " CROSS JOIN LATERAL unnest(c.lexemes) AS u JOIN query_terms q ON q.lexeme = u.lexeme"
             ' GROUP BY c.id ORDER BY score DESC, c.id COLLATE "C" LIMIT %(lexical_limit)s)'
-        ).format(terms=terms, scored=scored)
+        ).format(candidates=candidates)
 
     def steer(self, exact_below: int, ef_search: int) -> sql.Composed:
         """A statement that, for the rest of the transaction, makes dense search walk the HNSW
