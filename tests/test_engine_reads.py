@@ -91,7 +91,6 @@ def test_each_part_of_a_question_is_answered_by_its_own_cited_sentence(engine: E
         assert len(scores) <= engine.library.settings.read.candidates
     assert set(answer.trace.cited_chunk_ids) <= {r.chunk_id for r in read}
     assert events[0] == Retrieved(answer.passages, answer.question)
-    assert "read" in answer.trace.timings_ms  # the stage is recorded (its duration is bench's)
 
 
 def test_below_the_agents_threshold_the_answer_declines_before_any_generator_is_asked(

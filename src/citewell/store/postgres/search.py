@@ -339,10 +339,10 @@ def count_terms(
     return names
 
 
-def refresh_impacts(conn: psycopg.Connection[DictRow], fields: Sequence[str]) -> list[str]:
+def refresh_impacts(conn: psycopg.Connection[DictRow], fields: Sequence[str]) -> None:
     """Compute the postings' impacts of those ``fields`` again whose average chunk length (BM25's,
     tantivy's: the field's terms over all chunks) has moved more than ``_DRIFT`` from the one
-    they were computed with, or was never recorded; which fields were.
+    they were computed with, or was never recorded.
 
     Only the fields a write touches, whose rows it already holds (``count_terms``): no lock is
     taken in another order, and no other write adds or removes the fields' postings meanwhile.
@@ -366,7 +366,6 @@ def refresh_impacts(conn: psycopg.Connection[DictRow], fields: Sequence[str]) ->
             " FROM chunks c WHERE c.key = p.chunk_key AND c.lexical_field = %s",
             (row["impact_length"], row["field"]),
         )
-    return [row["field"] for row in rows]
 
 
 def add_postings(conn: psycopg.Connection[DictRow], source_key: int | None) -> None:
