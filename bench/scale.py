@@ -313,10 +313,10 @@ def loaded_postmaster(url: str) -> int:
     """The postmaster's pid of a server this machine runs."""
     import psycopg
 
-    with psycopg.connect(url) as conn:
+    with psycopg.connect(url) as conn:  # the backend lives as long as its connection
         backend = conn.execute("SELECT pg_backend_pid()").fetchone()
-    assert backend is not None
-    parent = psutil.Process(backend[0]).parent()
+        assert backend is not None
+        parent = psutil.Process(backend[0]).parent()
     assert parent is not None
     return parent.pid
 
@@ -342,6 +342,7 @@ def open_store(
         embedder=EMBEDDER,
         dim=dim,
         lexical_depth=lexical_depth,
+        lexical_pool=args.lexical_pool,
         index_memory=args.index_memory,
         index_workers=args.index_workers,
     )
@@ -616,6 +617,7 @@ def serve_and_load(
             "CITEWELL_RETRIEVE__THREADS": "1",
             "CITEWELL_POSTGRES__CONNECTIONS": str(args.connections),
             "CITEWELL_POSTGRES__LEXICAL_DEPTH": str(args.lexical_depth),
+            "CITEWELL_POSTGRES__LEXICAL_POOL": str(args.lexical_pool),
             # Answers chosen by word overlap, as when this was first measured: the trained
             # reader costs each answer a second of CPU on these machines (docs/benchmarks.md),
             # which would measure the reader instead of the store.
@@ -732,6 +734,12 @@ def main() -> None:
         type=int,
         default=2000,
         help="PostgreSQL: postings read per query term (0: every chunk holding a term, exact)",
+    )
+    parser.add_argument(
+        "--lexical-pool",
+        type=int,
+        default=500,
+        help="PostgreSQL: chunks the postings reach that a lexical search scores exactly",
     )
     parser.add_argument(
         "--loaded",

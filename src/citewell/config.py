@@ -317,7 +317,17 @@ class PostgresSettings(_Group):
         "a passage's BM25 score: the passages they reach are then scored exactly. Its cost stays "
         "the same however many passages hold a common word; higher misses fewer of the exact "
         "best (bench/scale.py measures recall against 0: every passage holding a query term "
-        "scored, at a cost that grows with the library).",
+        "scored, at a cost that grows with the library). Terms held by fewer passages leave "
+        "the rest of their share to the common ones.",
+    )
+    lexical_pool: int = Field(
+        default=500,
+        ge=1,
+        description="Passages a lexical search scores exactly (5 × the results asked for, if "
+        "more): the best of those its postings reach, by what the postings read add up to. "
+        "That sum misses what common words add beyond their share, so a wider pool finds more "
+        "of the exact best as the library grows (at 1M passages it matters more than the "
+        "depth; docs/benchmarks.md), at about 1.5 ms more per 100 passages.",
     )
     index_memory: str = Field(
         default="1GB",

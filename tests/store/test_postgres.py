@@ -114,6 +114,30 @@ def test_lexical_search_reading_each_terms_best_postings_finds_the_exact_best(
         store.close()
 
 
+def test_a_term_held_by_fewer_chunks_than_the_depth_leaves_its_share_to_the_others(
+    database_url: str, tmp_path: Path
+) -> None:
+    # A depth of 10 for two terms is 20 postings: "okapi" is held by one chunk, so "camel"
+    # reads 19 of its 30, and the 15 best chunks are all among those read. Read 10 apiece,
+    # only 11 chunks would be reached.
+    store = open_store(database_url, tmp_path, lexical_depth=10)
+    exact = open_store(database_url, tmp_path, lexical_depth=None)
+    try:
+        bucket = store.create_bucket("desert", tenant_id="default").id
+        lines = ["the okapi"] + [f"the camel{' walks' * n}" for n in range(30)]
+        store.add_source(draft(bucket, "desert.txt", "\n".join(lines)))
+        scope = Scope(principal=LOCAL, bucket_ids=(bucket,))
+        found = store.search_lexical("okapi camel", scope, limit=15)
+        assert [h.score for h in found] == [
+            h.score for h in exact.search_lexical("okapi camel", scope, limit=15)
+        ]
+        chunks = store.get_chunks([h.chunk_id for h in found])
+        assert [chunks[h.chunk_id].text for h in found] == lines[:15]
+    finally:
+        exact.close()
+        store.close()
+
+
 def test_lexical_search_fills_its_list_from_the_scope_when_the_best_postings_are_not_its(
     database_url: str, tmp_path: Path
 ) -> None:

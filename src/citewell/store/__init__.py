@@ -51,6 +51,7 @@ def _postgres(settings: Settings, embedder: str, dim: int) -> Store:
         ef_search=settings.postgres.ef_search,
         exact_below=settings.postgres.exact_below,
         lexical_depth=settings.postgres.lexical_depth or None,
+        lexical_pool=settings.postgres.lexical_pool,
         index_memory=settings.postgres.index_memory,
         index_workers=settings.postgres.index_workers,
         retention=_retention(settings),

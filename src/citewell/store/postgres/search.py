@@ -7,9 +7,9 @@
   in ``lexical_terms`` and ``lexical_fields`` by every write, so a score is the embedded store's
   (tantivy's) score. BM25 is a sum over the query's terms of idf(term) × impact(term, chunk), so
   each chunk's terms are also kept as postings ordered by impact (``lexical_postings``): a search
-  reads only the ``depth`` best postings of each query term the scope allows, ranks their chunks
-  by the sum they reach, and scores the best of them exactly. Its cost is bounded by the query's
-  length, not by how many chunks hold a common word (``Search.lexical``).
+  reads a bounded number of each query term's best postings that the scope allows, ranks their
+  chunks by the sum they reach, and scores a pool of the best of them exactly. Its cost is
+  bounded by the query's length, not by how many chunks hold a common word (``Search.lexical``).
 - **Dense**: pgvector's cosine distance, written as the embedder's HNSW index has it.
 - **Hybrid**: both lists fused inside the same statement, with the semantics of fusion.py.
 - **Permissions**: ``allowed``, the sources the scope may see, is the first CTE of every statement,
@@ -47,8 +47,6 @@ _HNSW_MIN_SHARE = 0.02
 """Smallest share of all chunks a scope must allow for dense search to walk the HNSW graph: the
 graph walk visits at most 20,000 entries (pgvector's default), which at 2% still yields about
 400 allowed hits, four times the candidates a hybrid search takes."""
-_RESCORED = 5
-"""Candidates a lexical search scores exactly, per hit it returns."""
 _DRIFT = 0.1
 """How far (a share) a field's average chunk length may move from the one its stored impacts
 were computed with before a write of that field computes them again."""
@@ -131,17 +129,23 @@ class Search:
             named += f"%(filter_{index})s{part}"
         return named
 
-    def lexical(self, limit: int, depth: int | None) -> sql.Composed:
+    def lexical(self, limit: int, depth: int | None, pool: int) -> sql.Composed:
         """CTEs ending in ``lexical (id, score)``: BM25, best first, at most ``limit``.
 
-        With a ``depth``, each query term contributes the ``depth`` chunks of the scope it adds
-        most to (its postings, read best first from an index, skipping chunks the scope does not
-        allow); their chunks are ranked by the sum of what their read postings add, and the
-        best ``_RESCORED`` × ``limit`` are scored exactly. A term held by fewer chunks than
-        ``depth`` contributes them all, so a query of such terms is answered exactly; a chunk
-        that reaches the list only through postings beyond the depth of common terms is missed
-        (bench/scale.py measures how often, against ``depth`` None: every chunk holding a query
-        term scored exactly, at a cost that grows with how many chunks hold it).
+        With a ``depth``, the query's terms share a budget of ``depth`` postings each: a term
+        held by fewer chunks reads them all and leaves the rest of its share to the terms held by
+        more, evenly. Each term reads its postings best first from an index, skipping chunks the
+        scope does not allow; the chunks reached are ranked by the sum of what their read
+        postings add, and the best ``pool`` (or 5 × ``limit``, if more) are scored exactly.
+        That sum misses what common terms add beyond their share, so it is a rough order:
+        recall comes from the width of the pool (at 100k passages and a depth of 200, where
+        common terms get the share a depth of 2,000 gives them at 1M, recall@10 is 0.94 scoring
+        200 and 0.97 scoring 500; ranking the pool by what a chunk could still gain was worse:
+        docs/benchmarks.md). A query whose terms are all held by fewer chunks than ``depth`` is
+        answered exactly; a chunk that reaches the list only through postings beyond the share
+        of common terms is missed (bench/scale.py measures how often, against ``depth`` None:
+        every chunk holding a query term scored exactly, at a cost that grows with how many
+        chunks hold it).
         """
         if depth is None:
             scored = sql.SQL(
@@ -152,15 +156,21 @@ class Search:
             )
         else:
             self.params["lexical_depth"] = depth
-            self.params["rescored"] = _RESCORED * limit
+            self.params["rescored"] = max(pool, 5 * limit)
             scored = sql.SQL(
-                "scored AS (SELECT p.chunk_key AS key FROM query_terms q CROSS JOIN LATERAL"
+                "shares AS (SELECT q.term, q.idf, CASE WHEN q.chunks < %(lexical_depth)s"
+                " THEN q.chunks ELSE %(lexical_depth)s + s.spare / s.common END AS depth"
+                " FROM query_terms q CROSS JOIN"
+                " (SELECT sum(greatest(0, %(lexical_depth)s - chunks)) AS spare,"
+                " count(*) FILTER (WHERE chunks >= %(lexical_depth)s) AS common"
+                " FROM query_terms) s),"
+                " scored AS (SELECT p.chunk_key AS key FROM shares q CROSS JOIN LATERAL"
                 " (SELECT chunk_key, impact FROM lexical_postings"
                 " WHERE term = q.term"
                 # "OR false" keeps the planner from turning the test into a join, which loses
                 # the index's order: it stays a hashed lookup made once per statement.
                 " AND (source_key IN (SELECT key FROM allowed) OR false)"
-                " ORDER BY impact DESC LIMIT %(lexical_depth)s) p"
+                " ORDER BY impact DESC LIMIT q.depth) p"
                 " GROUP BY p.chunk_key ORDER BY sum(q.idf * p.impact) DESC, p.chunk_key"
                 " LIMIT %(rescored)s)"
             )
@@ -168,12 +178,13 @@ class Search:
 
     def scored_exactly(self, limit: int, candidates: sql.Composable) -> sql.Composed:
         """CTEs ending in ``lexical (id, score)``: BM25 of the chunks ``candidates`` names (CTEs
-        ending in ``scored (key)``, which may read ``query_terms (lexeme, term, idf)``), best
-        first, at most ``limit``."""
+        ending in ``scored (key)``, which may read ``query_terms (lexeme, term, idf, chunks)``:
+        a query term, its hash, its idf and how many chunks hold it), best first, at most
+        ``limit``."""
         self.params["lexical_limit"] = limit
         return sql.SQL(
             "totals AS (SELECT sum(chunks)::float8 AS chunks FROM lexical_fields),"
-            " query_terms AS (SELECT t.lexeme, hashtextextended(t.lexeme, 0) AS term,"
+            " query_terms AS (SELECT t.lexeme, hashtextextended(t.lexeme, 0) AS term, t.chunks,"
             " ln(1 + (n.chunks - t.chunks + 0.5) / (t.chunks + 0.5)) AS idf"
             " FROM lexical_terms t CROSS JOIN totals n WHERE t.lexeme = ANY(%(lexemes)s)),"
             " {candidates},"
@@ -224,7 +235,7 @@ class Search:
             " ORDER BY distance LIMIT %(dense_limit)s) nearest)"
         ).format(dim=sql.Literal(self._dim), embedder=sql.Literal(self._embedder))
 
-    def hybrid(self, fusion: Fusion, limit: int, depth: int | None) -> sql.Composed:
+    def hybrid(self, fusion: Fusion, limit: int, depth: int | None, pool: int) -> sql.Composed:
         """The whole statement of a hybrid search: both rankings, fused as fusion.py fuses them.
 
         Rows: id, fused, lexical, lexical_rank, dense, dense_rank; best first.
@@ -238,7 +249,9 @@ class Search:
         ranked = sql.SQL(", ").join(
             [
                 self.allowed,
-                self.lexical(fusion.candidates, depth) if self.lexemes else sql.SQL(_NO_LEXICAL),
+                self.lexical(fusion.candidates, depth, pool)
+                if self.lexemes
+                else sql.SQL(_NO_LEXICAL),
                 self.dense(fusion.candidates),
             ]
         )
