@@ -327,7 +327,7 @@ class PostgresSettings(_Group):
         "more): the best of those its postings reach, by what the postings read add up to. "
         "That sum misses what common words add beyond their share, so a wider pool finds more "
         "of the exact best as the library grows (at 1M passages it matters more than the "
-        "depth; docs/benchmarks.md), at about 1.5 ms more per 100 passages.",
+        "depth), at about 3 ms more per 100 passages scored (docs/benchmarks.md).",
     )
     index_memory: str = Field(
         default="1GB",

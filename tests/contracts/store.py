@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import os
 import re
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +23,24 @@ EMBEDDER = "test-embedder"
 DIM = 16
 LOCAL = Principal.local()
 HR = frozenset({"hr"})
+
+
+def kill_when_blocked(script: str, *args: str) -> None:
+    """Run ``script`` in a new Python process until it prints ``blocked`` (it then waits inside
+    the write under test), and kill it there with SIGKILL."""
+    repo = Path(__file__).resolve().parents[2]
+    with subprocess.Popen(
+        [sys.executable, "-c", script, *args],
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as child:
+        try:
+            assert child.stdout is not None
+            assert child.stdout.readline() == "blocked\n", "the writer ended before blocking"
+        finally:
+            child.kill()
 
 
 def vector_for(text: str) -> np.ndarray:

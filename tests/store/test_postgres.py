@@ -4,13 +4,8 @@ one transaction (the contract itself runs in test_store.py)."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import textwrap
 import threading
-import time
 from pathlib import Path
 
 import psycopg
@@ -24,7 +19,7 @@ from citewell.store.fusion import fuse
 from citewell.store.postgres import PostgresStore
 from citewell.store.postgres import schema as postgres_schema
 from citewell.store.sqlite import SQLiteStore
-from tests.contracts.store import DIM, EMBEDDER, LOCAL, draft, vector_for
+from tests.contracts.store import DIM, EMBEDDER, LOCAL, draft, kill_when_blocked, vector_for
 
 pytestmark = pytest.mark.integration
 
@@ -398,7 +393,7 @@ def test_a_failed_write_leaves_nothing_behind(
 
 
 # The child stores two sources, then blocks inside the transaction of the third (its last step)
-# and signals the test through a marker file; the test kills it there with SIGKILL.
+# and says so on its stdout; the test kills it there with SIGKILL.
 _INGEST_AND_BLOCK = textwrap.dedent(
     """
     import sys, time
@@ -414,7 +409,7 @@ _INGEST_AND_BLOCK = textwrap.dedent(
         store.add_source(draft(bucket, f"doc-{n}.txt", f"Document {n}.\\n{lines}"))
 
     def block(*args, **kwargs):
-        (folder / "blocked").touch()
+        print("blocked", flush=True)
         time.sleep(600)
 
     postgres.count_terms = block
@@ -427,21 +422,7 @@ _INGEST_AND_BLOCK = textwrap.dedent(
 def test_a_process_killed_mid_write_leaves_no_half_visible_source(
     database_url: str, tmp_path: Path
 ) -> None:
-    repo = Path(__file__).resolve().parents[2]
-    child = subprocess.Popen(
-        [sys.executable, "-c", _INGEST_AND_BLOCK, database_url, str(tmp_path)],
-        cwd=repo,
-        env={**os.environ, "PYTHONPATH": str(repo)},
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not (tmp_path / "blocked").exists():
-            assert child.poll() is None, "the writing process ended before blocking"
-            assert time.monotonic() < deadline, "the writing process never blocked"
-            time.sleep(0.01)
-        os.kill(child.pid, signal.SIGKILL)
-    finally:
-        child.wait()
+    kill_when_blocked(_INGEST_AND_BLOCK, database_url, str(tmp_path))
     store = open_store(database_url, tmp_path)
     try:
         bucket = store.get_bucket("notes", tenant_id="default").id

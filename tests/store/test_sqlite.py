@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import sqlite3
-import subprocess
-import sys
 import textwrap
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,10 +13,10 @@ import pytest
 from citewell.model import Page, Span
 from citewell.store.base import Scope
 from citewell.store.sqlite import SQLiteStore
-from tests.contracts.store import DIM, EMBEDDER, LOCAL, draft
+from tests.contracts.store import DIM, EMBEDDER, LOCAL, draft, kill_when_blocked
 
-# The child stores two sources, then blocks inside the third at the given stage and signals the
-# test through a marker file; the test kills it there with SIGKILL.
+# The child stores two sources, then blocks inside the third at the given stage and says so on
+# its stdout; the test kills it there with SIGKILL.
 _INGEST_AND_BLOCK = textwrap.dedent(
     """
     import sys, time
@@ -37,7 +32,7 @@ _INGEST_AND_BLOCK = textwrap.dedent(
         store.add_source(draft(bucket, f"doc-{n}.txt", f"Document {n}.\\n{lines}"))
 
     def block(*args, **kwargs):
-        (folder / "blocked").touch()
+        print("blocked", flush=True)
         time.sleep(600)
 
     if stage == "before_lexical_commit":
@@ -74,21 +69,7 @@ def test_a_process_killed_mid_ingest_leaves_no_half_visible_source(
     tmp_path: Path, stage: str
 ) -> None:
     """kill -9 while a source is written but not published; the next open is clean."""
-    repo = Path(__file__).resolve().parents[2]
-    child = subprocess.Popen(
-        [sys.executable, "-c", _INGEST_AND_BLOCK, str(tmp_path), stage],
-        cwd=repo,
-        env={**os.environ, "PYTHONPATH": str(repo)},
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not (tmp_path / "blocked").exists():
-            assert child.poll() is None, "the ingesting process ended before blocking"
-            assert time.monotonic() < deadline, "the ingesting process never blocked"
-            time.sleep(0.01)
-        os.kill(child.pid, signal.SIGKILL)
-    finally:
-        child.wait()
+    kill_when_blocked(_INGEST_AND_BLOCK, str(tmp_path), stage)
     db = tmp_path / "citewell.db"
     assert _pending_rows(db) == 1  # the crash really was mid-ingest
 
