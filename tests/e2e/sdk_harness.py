@@ -93,6 +93,9 @@ def running_server(folder: Path) -> Iterator[str]:
     with log.open("w") as sink:
         process = subprocess.Popen(
             [server_python(), str(script), str(folder / "data"), str(port)],
+            # As tests/conftest.py sets it, which these runs do not load (--noconftest): the
+            # answers specified here are word overlap's.
+            env={"CITEWELL_READ__READER": "lexical", **os.environ},
             stdout=sink,
             stderr=subprocess.STDOUT,
         )
