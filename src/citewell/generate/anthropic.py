@@ -85,6 +85,15 @@ ERRORS: FailureTable = {
 }
 """The Anthropic SDK's failures as citewell errors (tests/generate/test_remote.py checks all)."""
 
+MID_STREAM_ERRORS: FailureTable = {
+    **ERRORS,
+    anthropic.APITimeoutError: Failure(GeneratorTimeout, "stopped answering mid-stream"),
+    anthropic.APIConnectionError: Failure(GeneratorUnavailable, "broke the connection mid-stream"),
+}
+"""Once the stream has begun: since 2.17 the SDK wraps a timeout or a broken connection while
+reading the stream as it wraps one before the reply (older releases let httpx2's own through,
+which ``TRANSPORT_ERRORS`` names)."""
+
 SERVICE = "the Anthropic Messages API"
 
 
@@ -159,7 +168,8 @@ class AnthropicGenerator:
         gate = ReplyGate[CitedSentence]()
         blocks: dict[int, _Block] = {}
         carried = ""  # whitespace-only blocks, waiting for the next block
-        with translated(ERRORS, Remote(SERVICE, endpoint_of(base_url), key)):
+        remote = Remote(SERVICE, endpoint_of(base_url), key)
+        with translated(ERRORS, remote):
             async with self._client(base_url, key) as client:
                 stream = await client.messages.create(
                     model=model,
@@ -168,35 +178,36 @@ class AnthropicGenerator:
                     messages=_messages(evidence, documents),
                     stream=True,
                 )
-                async with stream:
-                    async for event in stream:
-                        if isinstance(event, RawContentBlockStartEvent):
-                            if isinstance(event.content_block, TextBlock):
-                                block = blocks[event.index] = _Block(event.content_block.text)
-                                for citation in event.content_block.citations or ():
+                with translated(MID_STREAM_ERRORS, remote):
+                    async with stream:
+                        async for event in stream:
+                            if isinstance(event, RawContentBlockStartEvent):
+                                if isinstance(event.content_block, TextBlock):
+                                    block = blocks[event.index] = _Block(event.content_block.text)
+                                    for citation in event.content_block.citations or ():
+                                        if isinstance(citation, CitationContentBlockLocation):
+                                            block.cite(documents.cited(citation))
+                            elif isinstance(event, RawContentBlockDeltaEvent):
+                                block = blocks.get(event.index) or _Block()
+                                if isinstance(event.delta, TextDelta):
+                                    block.text += event.delta.text
+                                elif isinstance(event.delta, CitationsDelta):
+                                    citation = event.delta.citation
                                     if isinstance(citation, CitationContentBlockLocation):
                                         block.cite(documents.cited(citation))
-                        elif isinstance(event, RawContentBlockDeltaEvent):
-                            block = blocks.get(event.index) or _Block()
-                            if isinstance(event.delta, TextDelta):
-                                block.text += event.delta.text
-                            elif isinstance(event.delta, CitationsDelta):
-                                citation = event.delta.citation
-                                if isinstance(citation, CitationContentBlockLocation):
-                                    block.cite(documents.cited(citation))
-                        elif isinstance(event, RawContentBlockStopEvent):
-                            done = blocks.pop(event.index, None)
-                            if done is None:  # not a text block (thinking, tool use)
-                                continue
-                            if not done.text.strip():
-                                carried += done.text
-                                continue
-                            sentence = CitedSentence(carried + done.text, tuple(done.numbers))
-                            carried = ""
-                            for draft in gate.add(sentence.text, sentence):
-                                yield draft
-                            if gate.declined:
-                                break  # closing the stream stops the model
+                            elif isinstance(event, RawContentBlockStopEvent):
+                                done = blocks.pop(event.index, None)
+                                if done is None:  # not a text block (thinking, tool use)
+                                    continue
+                                if not done.text.strip():
+                                    carried += done.text
+                                    continue
+                                sentence = CitedSentence(carried + done.text, tuple(done.numbers))
+                                carried = ""
+                                for draft in gate.add(sentence.text, sentence):
+                                    yield draft
+                                if gate.declined:
+                                    break  # closing the stream stops the model
         for draft in gate.finish():
             yield draft
         if gate.declined:
