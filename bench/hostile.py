@@ -8,6 +8,11 @@
 2. **A 10 MB Messages document.** ``/healthz`` is asked every 20 ms, first with the server idle
    (the baseline, in the same run), then while one ``POST /v1/messages`` carries a 10 MB text
    document; p50/p95/max of both, and their ratio. The Messages request's own status and time.
+3. **Text that is not UTF-8.** The bytes of an encoded surrogate (``ED A0 80``) in a form field,
+   a file name and a JSON string, on each route that takes them, and in a field sent after a
+   streamed file: the status, the field the error names, and whether anything was stored. Then
+   the cost of reading a form twice: the check alone over an upload's body, beside the upload's
+   own time (the same body, valid).
 
     .venv/bin/python bench/hostile.py
     .venv/bin/python bench/hostile.py --document-mb 5 --polls 200
@@ -29,6 +34,7 @@ from pathlib import Path
 import httpx
 import pypdfium2
 
+from citewell.api.form_text import FormTextCheck
 from citewell.evaluate.runner import serving
 from common import evaldata_dir, machine, percentile, reproduce_line, table
 
@@ -201,11 +207,107 @@ def messages_document(url: str, megabytes: float, polls: int, every: float) -> l
     return rows
 
 
+BAD = b"\xed\xa0\x80"
+BOUNDARY = "hostile-boundary"
+MULTIPART = {"content-type": f"multipart/form-data; boundary={BOUNDARY}"}
+
+
+def form(*parts: tuple[bytes, bytes]) -> bytes:
+    """A multipart body of (Content-Disposition parameters, content) parts, as raw bytes."""
+    head = f"--{BOUNDARY}\r\nContent-Disposition: form-data; ".encode()
+    body = b"".join(
+        head + disposition + b"\r\n\r\n" + data + b"\r\n" for disposition, data in parts
+    )
+    return body + f"--{BOUNDARY}--\r\n".encode()
+
+
+def streamed(file: bytes, tail: bytes) -> Iterator[bytes]:
+    """A form streamed in 64 KB chunks: a file, then ``tail`` (the parts after it)."""
+    body = form((b'name="file"; filename="big.txt"', file)).removesuffix(
+        f"--{BOUNDARY}--\r\n".encode()
+    )
+    body += tail
+    for start in range(0, len(body), 65536):
+        yield body[start : start + 65536]
+
+
+def not_utf8(client: httpx.Client, megabytes: float) -> list[list[object]]:
+    client.post("/v1/buckets", json={"slug": "bytes"}).raise_for_status()
+    note = (b'name="file"; filename="note.txt"', b"Refunds take thirty days.")
+    big = b"Refunds take thirty days. " * int(megabytes * 1_000_000 / 26)
+    tail = form((b'name="metadata"', b'{"k": "' + BAD + b'"}'))
+    requests: dict[str, dict[str, object]] = {
+        "an upload's metadata": {
+            "url": "/v1/buckets/bytes/sources",
+            "content": form(note, (b'name="metadata"', b'{"k": "' + BAD + b'"}')),
+            "headers": MULTIPART,
+        },
+        "an upload's file name": {
+            "url": "/v1/buckets/bytes/sources",
+            "content": form((b'name="file"; filename="n' + BAD + b'.txt"', note[1])),
+            "headers": MULTIPART,
+        },
+        "a file's purpose (/v1/files)": {
+            "url": "/v1/files",
+            "content": form(note, (b'name="purpose"', b"assistants" + BAD)),
+            "headers": MULTIPART,
+        },
+        f"metadata after a streamed {len(big) / 1e6:.1f} MB file": {
+            "url": "/v1/buckets/bytes/sources",
+            "content": streamed(big, tail),
+            "headers": MULTIPART,
+        },
+        "a vector store's metadata (JSON)": {
+            "url": "/v1/vector_stores",
+            "content": b'{"name": "v", "metadata": {"k": "' + BAD + b'"}}',
+            "headers": {"content-type": "application/json"},
+        },
+        "a Messages question (JSON)": {
+            "url": "/v1/messages",
+            "content": b'{"model": "citewell-agent", "max_tokens": 50, "messages": '
+            b'[{"role": "user", "content": "Refunds' + BAD + b'?"}]}',
+            "headers": {"content-type": "application/json", "anthropic-version": "2023-06-01"},
+        },
+    }
+    rows: list[list[object]] = []
+    for name, request in requests.items():
+        started = time.perf_counter()
+        response = client.request("POST", **request)  # type: ignore[arg-type]
+        wall = time.perf_counter() - started
+        error = response.json().get("error", {})
+        stored = (
+            len(client.get("/v1/buckets/bytes/sources").json()["data"])
+            + len(client.get("/v1/files").json()["data"])
+            + len(client.get("/v1/vector_stores").json()["data"])
+        )
+        rows.append([name, response.status_code, error.get("param", "-"), stored, f"{wall:.2f}"])
+    valid = form((b'name="file"; filename="big.txt"', big), (b'name="metadata"', b'{"k": "v"}'))
+    started = time.perf_counter()
+    check = FormTextCheck(MULTIPART["content-type"].encode())
+    for start in range(0, len(valid), 65536):
+        check.feed(valid[start : start + 65536], last=start + 65536 >= len(valid))
+    checked = time.perf_counter() - started
+    started = time.perf_counter()
+    uploaded = client.post("/v1/buckets/bytes/sources", content=valid, headers=MULTIPART)
+    wall = time.perf_counter() - started
+    rows.append(
+        [
+            f"the check alone over the valid {len(valid) / 1e6:.1f} MB form",
+            f"({uploaded.status_code})",
+            "-",
+            "-",
+            f"{checked:.3f} ({checked / wall:.1%} of the upload's {wall:.2f} s)",
+        ]
+    )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--document-mb", type=float, default=9.9)
     parser.add_argument("--polls", type=int, default=100, help="idle /healthz polls")
     parser.add_argument("--every", type=float, default=0.02, help="seconds between polls")
+    parser.add_argument("--upload-mb", type=float, default=8.0, help="the streamed upload's size")
     args = parser.parse_args()
     documents = evaldata_dir() / "documents"
     env = {**os.environ, "CITEWELL_RETRIEVE__EMBEDDER": "use", "CITEWELL_OCR__WORKERS": "1"}
@@ -216,11 +318,14 @@ def main() -> None:
         pid = server_pid(url)
         with httpx.Client(base_url=url, timeout=600) as client:
             pages = blank_pages(client, pid, documents)
+            text = not_utf8(client, args.upload_mb)
         health = messages_document(url, args.document_mb, args.polls, args.every)
     print(machine())
     print(table(pages, ["upload", "status", "wall s", "server CPU s / after"]))
     print()
     print(table(health, ["/healthz", "polls", "p50 ms", "p95 ms", "max ms"]))
+    print()
+    print(table(text, ["bytes ED A0 80 in", "status", "error's param", "stored", "wall s"]))
     print(reproduce_line())
 
 

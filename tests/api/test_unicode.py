@@ -115,27 +115,170 @@ def test_an_upload_with_a_lone_surrogate_in_a_field_is_refused_and_not_stored(
     assert client.get(f"/v1/buckets/{slug}/sources").json()["data"] == []
 
 
-def test_paths_queries_and_file_names_cannot_carry_a_surrogate(client: TestClient) -> None:
+def test_paths_and_queries_cannot_carry_a_surrogate(client: TestClient) -> None:
     """They are decoded from bytes, with the bytes of an encoded surrogate replaced."""
-    slug, _, data = _bucket_with_a_note(client)
+    slug, _, _ = _bucket_with_a_note(client)
     assert_error(client.get("/v1/buckets/%ED%A0%80"), 404, code="not_found")
     listed = client.get(f"/v1/buckets/{slug}/sources?include_superseded=%ED%A0%80")
     assert_error(listed, 400)
-    boundary = "b0undary"
-    body = (
-        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="a'.encode()
-        + b'\xed\xa0\x80.txt"\r\n\r\n'
+
+
+# Bytes that are not UTF-8 ------------------------------------------------------------------------
+
+SURROGATE_BYTES = b"\xed\xa0\x80"
+"""An encoded surrogate: bytes no UTF-8 decoder accepts (Latin-1 reads them as 'í\\xa0\\x80')."""
+BOUNDARY = "b0undary"
+
+
+def form(*parts: tuple[bytes, bytes]) -> bytes:
+    """A multipart body of (Content-Disposition parameters, content) parts, as raw bytes."""
+    body = b"".join(
+        f"--{BOUNDARY}\r\nContent-Disposition: form-data; ".encode()
+        + head
+        + b"\r\n\r\n"
         + data
-        + f"\r\n--{boundary}--\r\n".encode()
+        + b"\r\n"
+        for head, data in parts
     )
-    stored = client.post(
-        f"/v1/buckets/{slug}/sources",
-        content=body,
-        headers={"content-type": f"multipart/form-data; boundary={boundary}"},
+    return body + f"--{BOUNDARY}--\r\n".encode()
+
+
+def post_form(client: TestClient, path: str, body: bytes) -> Any:
+    headers = {"content-type": f"multipart/form-data; boundary={BOUNDARY}"}
+    return client.post(path, content=body, headers=headers)
+
+
+NOTE = (b'name="file"; filename="refunds.txt"', b"Refunds take thirty days.")
+FORM_ROUTES = [
+    pytest.param(
+        "/v1/buckets/notes/sources",
+        form(NOTE, (b'name="metadata"', b'{"k": "' + SURROGATE_BYTES + b'"}')),
+        "metadata",
+        id="a source's metadata",
+    ),
+    pytest.param(
+        "/v1/buckets/notes/sources",
+        form((b'name="acl"', b'["hr' + SURROGATE_BYTES + b'"]'), NOTE),
+        "acl",
+        id="a source's acl, before the file",
+    ),
+    pytest.param(
+        "/v1/buckets/notes/sources",
+        form(NOTE, (b'name="effective_date"', b"2026-01-0" + b"\xff")),
+        "effective_date",
+        id="a source's effective date",
+    ),
+    pytest.param(
+        "/v1/buckets/notes/sources",
+        form((b'name="file"; filename="refunds' + SURROGATE_BYTES + b'.txt"', NOTE[1])),
+        "file",
+        id="a source's file name",
+    ),
+    pytest.param(
+        "/v1/files",
+        form(NOTE, (b'name="purpose"', b"assistants" + SURROGATE_BYTES)),
+        "purpose",
+        id="a file's purpose",
+    ),
+    pytest.param(
+        "/v1/files",
+        form(NOTE, (b'name="purpose"', b"user_data\xc3")),
+        "purpose",
+        id="a field ending inside a character",
+    ),
+    pytest.param(
+        "/v1/files",
+        form(NOTE, (b'name="purp' + SURROGATE_BYTES + b'"', b"assistants")),
+        "purp\ufffd\ufffd\ufffd",
+        id="a field's name",
+    ),
+    pytest.param(
+        "/v1/buckets/import",
+        form(
+            (b'name="file"; filename="notes.zip"', b"PK\x05\x06" + bytes(18)),
+            (b'name="slug"', SURROGATE_BYTES),
+        ),
+        "slug",
+        id="an imported bucket's slug",
+    ),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "field"), FORM_ROUTES)
+def test_a_form_field_that_is_not_utf8_is_refused_naming_it_and_nothing_is_stored(
+    client: TestClient, path: str, body: bytes, field: str
+) -> None:
+    upload(client, *_bucket_with_a_note(client))
+    before = _everything(client)
+    error = assert_error(post_form(client, path, body), 400, code="invalid_unicode")
+    assert error["param"] == field
+    assert f"{field!r}" in error["message"] and "UTF-8" in error["message"]
+    assert _everything(client) == before
+
+
+def test_a_form_of_valid_utf8_in_three_scripts_is_stored_as_sent(client: TestClient) -> None:
+    slug, filename, data = _bucket_with_a_note(client)
+    metadata = {"título": "Política de reembolsos", "部门": "客服", "note": "ok 🙂"}
+    body = form(
+        (f'name="file"; filename="{filename}"'.encode(), data),
+        (b'name="metadata"', json.dumps(metadata, ensure_ascii=False).encode()),
     )
+    stored = post_form(client, f"/v1/buckets/{slug}/sources", body)
     assert stored.status_code == 201, stored.text
-    assert not has_surrogates(stored.json()["source"]["filename"])
-    assert client.get(f"/v1/buckets/{slug}/sources").status_code == 200
+    assert stored.json()["source"]["metadata"] == metadata
+
+
+def test_a_urlencoded_field_that_is_not_utf8_is_refused(client: TestClient) -> None:
+    refused = client.post(
+        "/v1/files",
+        content=b"purpose=assistants%ED%A0%80",
+        headers={"content-type": "application/x-www-form-urlencoded"},
+    )
+    assert assert_error(refused, 400, code="invalid_unicode")["param"] == "purpose"
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/v1/buckets", b'{"slug": "other", "name": "N' + SURROGATE_BYTES + b'"}', "name"),
+        (
+            "/v1/vector_stores",
+            b'{"name": "v", "metadata": {"team": "' + SURROGATE_BYTES + b'"}}',
+            "metadata.team",
+        ),
+        (
+            "/v1/chat/completions",
+            b'{"model": "citewell-agent", "messages": [{"role": "user", "content": "Re\xc3("}]}',
+            "messages[0].content",
+        ),
+        ("/v1/search", b'{"query": "refunds", "buckets": ["notes"]\xff', None),
+    ],
+)
+def test_a_json_body_that_is_not_utf8_is_refused_naming_the_field(
+    client: TestClient, path: str, body: bytes, field: str | None
+) -> None:
+    upload(client, *_bucket_with_a_note(client))
+    before = _everything(client)
+    response = client.post(path, content=body, headers={"content-type": "application/json"})
+    error = assert_error(response, 400, code="invalid_unicode")
+    assert error["param"] == field
+    assert error["message"].startswith(f"The field {field!r}" if field else "The body")
+    assert _everything(client) == before
+
+
+def test_messages_refuse_bytes_that_are_not_utf8_in_anthropics_shape(client: TestClient) -> None:
+    body = (
+        b'{"model": "citewell-agent", "max_tokens": 50,'
+        b' "messages": [{"role": "user", "content": "Refunds' + SURROGATE_BYTES + b'?"}]}'
+    )
+    response = client.post(
+        "/v1/messages",
+        content=body,
+        headers={"content-type": "application/json", "anthropic-version": "2023-06-01"},
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["type"] == "invalid_request_error"
+    assert "'messages[0].content' is not valid UTF-8" in response.json()["error"]["message"]
 
 
 def test_a_stored_row_with_a_surrogate_is_read_with_the_replacement_character(
@@ -185,5 +328,11 @@ def _everything(client: TestClient) -> dict[str, Any]:
     """What the tenant holds, as its lists show it."""
     return {
         path: client.get(path).json()
-        for path in ("/v1/buckets", "/v1/buckets/notes/sources", "/v1/vector_stores", "/v1/agents")
+        for path in (
+            "/v1/buckets",
+            "/v1/buckets/notes/sources",
+            "/v1/vector_stores",
+            "/v1/agents",
+            "/v1/files",
+        )
     }

@@ -145,6 +145,15 @@ FILE_HEAD = (
 ).encode()
 FILE_TAIL = f"\r\n--{BOUNDARY}--\r\n".encode()
 JSON = {"content-type": "application/json"}
+NOT_UTF8 = b"\xed\xa0\x80"
+"""An encoded surrogate: bytes that are not UTF-8 (Latin-1 would read them as 'í\\xa0\\x80')."""
+METADATA_NOT_UTF8 = (
+    f'\r\n--{BOUNDARY}\r\nContent-Disposition: form-data; name="metadata"\r\n\r\n'.encode()
+    + b'{"k": "'
+    + NOT_UTF8
+    + b'"}'
+    + FILE_TAIL
+)
 
 
 def nested_filter(depth: int) -> dict[str, Any]:
@@ -214,6 +223,32 @@ HOSTILE: dict[str, tuple[dict[str, Any], set[int]]] = {
     ),
     "a broken multipart body": (
         {"url": "/v1/buckets/notes/sources", "content": b"--nope\r\n\r\n", "headers": MULTIPART},
+        {400},
+    ),
+    "bytes that are not UTF-8 in an upload's metadata": (
+        {
+            "url": "/v1/buckets/notes/sources",
+            "content": FILE_HEAD + b"Gift cards never expire." + METADATA_NOT_UTF8,
+            "headers": MULTIPART,
+        },
+        {400},
+    ),
+    "bytes that are not UTF-8 in a field after a streamed file": (
+        {
+            "url": "/v1/buckets/notes/sources",
+            "content": chunked(FILE_HEAD, MAX_FILE_BYTES - 100_000, METADATA_NOT_UTF8),
+            "headers": MULTIPART,
+        },
+        {400},
+    ),
+    "a file name that is not UTF-8": (
+        {
+            "url": "/v1/buckets/notes/sources",
+            "content": FILE_HEAD.replace(b"big.txt", b"big" + NOT_UTF8 + b".txt")
+            + b"Gift cards never expire."
+            + FILE_TAIL,
+            "headers": MULTIPART,
+        },
         {400},
     ),
     "a damaged PDF": (
