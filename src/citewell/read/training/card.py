@@ -59,7 +59,11 @@ def write_card(run: Path, package: Path, weights: E5Weights) -> Path:
             key: result[key]
             for key in ("training_groups", "training_pairs", "steps", "seconds", "curve")
         }
-        | {"config": config, "command": "citewell reader train --out RUN --ship"},
+        | {
+            "config": config,
+            "command": result.get("command", "citewell reader train --out RUN --ship"),
+        }
+        | ({"interpolated": result["interpolated"]} if "interpolated" in result else {}),
         "calibration": {key: calibration[key] for key in ("groups", "figures")},
     }
     target = package / "reader.json"

@@ -1,0 +1,58 @@
+"""A reader between two trained ones: each trained array a weighted mean of theirs.
+
+A run that goes on from the shipped reader on new data (contracts, made unanswerable questions,
+altered claims) learns them, and forgets some of what the shipped reader did well (XQuAD's
+answer sentences, in run 6). Both deltas start from the same weights and stay close to each
+other, so the mean of their arrays is a reader of both kinds of data: weight-space ensembling,
+as in robust fine-tuning (WiSE-FT), at no cost when scoring. Each adapter factor (``down``,
+``up``) is interpolated on its own, which keeps the delta's rank; the merged matrix then holds
+a small cross term (``(1 - t) t · Δdown Δup``) besides the two deltas' mean. What it gives is
+measured, as for any run: calibrated, then ``bench/reader.py --candidate``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from citewell.read.delta import ReaderDelta
+
+__all__ = ["interpolated", "write_interpolated"]
+
+
+def interpolated(start: ReaderDelta, end: ReaderDelta, weight: float) -> ReaderDelta:
+    """``(1 - weight) · start + weight · end``, array by array."""
+    if not 0.0 <= weight <= 1.0:
+        raise ValueError(f"the weight must be between 0 and 1, not {weight}")
+    if start.layers != end.layers or set(start.arrays) != set(end.arrays):
+        raise ValueError("the two deltas adapt different layers or arrays")
+    arrays = {}
+    for name in start.arrays:
+        first, last = start.array(name), end.array(name)
+        if first.shape != last.shape:
+            raise ValueError(f"{name} is {first.shape} in one delta and {last.shape} in the other")
+        arrays[name] = ((1.0 - weight) * first + weight * last).astype(np.float32)
+    return ReaderDelta.from_arrays(arrays, layers=start.layers)
+
+
+def write_interpolated(
+    start: ReaderDelta, end_run: Path, weight: float, out: Path, start_name: str
+) -> dict[str, object]:
+    """Write ``out/reader.npz`` between ``start`` and the delta of the run ``end_run``, and
+    ``out/training.json`` (the end run's, with what was interpolated), ready to calibrate."""
+    training = json.loads((end_run / "training.json").read_text())
+    end = ReaderDelta.read(end_run / "reader.npz", training["sha256"])
+    out.mkdir(parents=True, exist_ok=True)
+    sha256 = interpolated(start, end, weight).write(out / "reader.npz")
+    result: dict[str, object] = {
+        **training,
+        "sha256": sha256,
+        "interpolated": {"start": start_name, "end": end_run.name, "weight": weight},
+        "command": (
+            f"citewell reader interpolate --to {end_run} --weight {weight} --out {out} --ship"
+        ),
+    }
+    (out / "training.json").write_text(json.dumps(result, indent=1) + "\n")
+    return result
