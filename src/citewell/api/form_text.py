@@ -41,7 +41,9 @@ class FormTextCheck:
         self._found: BadFormText | None = None
         charset = options.get(b"charset")
         if charset is not None and _codec(charset) != _UTF8:
-            self._found = BadFormText("content-type", f"declares the charset {charset!r}")
+            self._found = BadFormText(
+                "content-type", f"declares the charset {charset.decode('latin-1')!r}"
+            )
         self._urlencoded = kind == b"application/x-www-form-urlencoded"
         self._pending = b""  # URL-encoded: the part after the last '&'
         self._multipart: MultipartParser | None = None
