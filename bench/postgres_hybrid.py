@@ -4,15 +4,16 @@ bench/scale.py's data and questions are loaded into a private PostgreSQL (pixelt
 through ``PostgresStore.bulk_load``. The reference, per question, is the exact fusion: the exact
 BM25 list (every chunk holding a term scored) fused with the exact dense list (a numpy scan of
 every vector), ``fusion.candidates`` each, as fusion.py fuses them; its top 10 is the truth.
-Then, for each HNSW candidate list (``--ef-searches``) and lexical depth (``--depths``, pool
-``--pool``), ``search_hybrid``'s p50/p95 and recall@10 against that truth, beside what each of
-its inputs found of the exact ones at ``fusion.candidates``: the dense list's recall (HNSW) and
-the lexical list's (postings). ``--warm``: each setting answers every question once before it
-is timed, as a server whose memory holds the indexes does.
+Then, for each HNSW candidate list (``--ef-searches``), lexical depth (``--depths``, fixed:
+``lexical_share`` 0) and pool of chunks scored exactly (``--pools``; at least 5 ×
+``fusion.candidates``), ``search_hybrid``'s p50/p95 and recall@10 against that truth, beside what
+each of its inputs found of the exact ones at ``fusion.candidates``: the dense list's recall
+(HNSW) and the lexical list's (postings). ``--warm``: each setting answers every question once
+before it is timed, as a server whose memory holds the indexes does.
 
     .venv/bin/python bench/postgres_hybrid.py --passages 100000 --queries 200 --warm
     .venv/bin/python bench/postgres_hybrid.py --passages 1000000 --queries 40 --warm \
-        --ef-searches 100,200,400 --depths 2000,5000 --index-memory 4GB
+        --ef-searches 100,400 --depths 5000 --pools 500,1000,2000 --index-memory 4GB
 """
 
 from __future__ import annotations
@@ -59,7 +60,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--ef-searches", type=numbers, default=[100], help="hnsw.ef_search")
     parser.add_argument("--depths", type=numbers, default=[2000], help="lexical postings depth")
-    parser.add_argument("--pool", type=int, default=500, help="lexical chunks scored exactly")
+    parser.add_argument(
+        "--pools", type=numbers, default=[500], help="lexical chunks scored exactly (at least)"
+    )
     parser.add_argument("--index-memory", default="1GB", help="maintenance_work_mem for HNSW")
     parser.add_argument("--shared-buffers", default="1GB")
     parser.add_argument("--warm", action="store_true", help="answer each question once first")
@@ -78,7 +81,7 @@ def main() -> None:
         with postgres_server(folder / "pgdata", args.shared_buffers) as (url, _):
             dim = data.vectors.shape[1]
 
-            def opened(depth: int | None, ef_search: int = 100) -> PostgresStore:
+            def opened(depth: int | None, pool: int = 500, ef_search: int = 100) -> PostgresStore:
                 return PostgresStore(
                     url,
                     folder / "store",
@@ -87,7 +90,8 @@ def main() -> None:
                     connections=1,
                     ef_search=ef_search,
                     lexical_depth=depth,
-                    lexical_pool=args.pool,
+                    lexical_pool=pool,
+                    lexical_share=0.0,
                     index_memory=args.index_memory,
                 )
 
@@ -111,22 +115,24 @@ def main() -> None:
             ]
             print(f"exact lists in {time.perf_counter() - started:.0f} s", flush=True)
             for depth in args.depths:
-                for ef_search in args.ef_searches:
-                    store = opened(depth, ef_search)
-                    found = measured(
-                        store,
-                        scope,
-                        texts,
-                        vectors,
-                        fusion,
-                        truth,
-                        lexical_truth,
-                        dense_truth,
-                        warm=args.warm,
-                    )
-                    rows.append([f"ef_search {ef_search}, depth {depth}", *found])
-                    print("  " + " | ".join(map(str, rows[-1])), flush=True)
-                    store.close()
+                for pool in args.pools:
+                    for ef_search in args.ef_searches:
+                        store = opened(depth, pool, ef_search)
+                        found = measured(
+                            store,
+                            scope,
+                            texts,
+                            vectors,
+                            fusion,
+                            truth,
+                            lexical_truth,
+                            dense_truth,
+                            warm=args.warm,
+                        )
+                        name = f"ef_search {ef_search}, depth {depth}, pool {max(pool, 5 * k)}"
+                        rows.append([name, *found])
+                        print("  " + " | ".join(map(str, rows[-1])), flush=True)
+                        store.close()
             exact.close()
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -109,6 +109,29 @@ def test_lexical_search_reading_each_terms_best_postings_finds_the_exact_best(
         store.close()
 
 
+def test_the_depth_grows_with_the_library(database_url: str, tmp_path: Path) -> None:
+    # 400 chunks: a share of 0.05 of them is 20 postings per term, which finds the exact best
+    # (as a depth of 20 does, above); the depth of 2 alone reaches too few chunks to fill 5.
+    fixed = open_store(database_url, tmp_path, lexical_depth=2, lexical_share=0.0)
+    growing = open_store(database_url, tmp_path, lexical_depth=2, lexical_share=0.05)
+    exact = open_store(database_url, tmp_path, lexical_depth=None)
+    try:
+        scope = fill_common(fixed)
+        query = "the report of the okapi"
+        best = [h.score for h in exact.search_lexical(query, scope, limit=5)]
+        assert [h.score for h in fixed.search_lexical(query, scope, limit=5)] != best
+        assert [h.score for h in growing.search_lexical(query, scope, limit=5)] == best
+        fusion = Fusion(method="rrf", lexical_weight=1.0, rrf_k=60, candidates=5)
+        vector = vector_for("the report of the okapi")
+        hybrid = growing.search_hybrid(query, vector, scope, limit=5, fusion=fusion)
+        assert [h.chunk_id for h in hybrid] == [
+            h.chunk_id for h in exact.search_hybrid(query, vector, scope, limit=5, fusion=fusion)
+        ]
+    finally:
+        for store in (exact, growing, fixed):
+            store.close()
+
+
 def test_a_term_held_by_fewer_chunks_than_the_depth_leaves_its_share_to_the_others(
     database_url: str, tmp_path: Path
 ) -> None:

@@ -52,6 +52,7 @@ def _postgres(settings: Settings, embedder: str, dim: int) -> Store:
         exact_below=settings.postgres.exact_below,
         lexical_depth=settings.postgres.lexical_depth or None,
         lexical_pool=settings.postgres.lexical_pool,
+        lexical_share=settings.postgres.lexical_share,
         index_memory=settings.postgres.index_memory,
         index_workers=settings.postgres.index_workers,
         retention=_retention(settings),

@@ -129,10 +129,13 @@ class Search:
             named += f"%(filter_{index})s{part}"
         return named
 
-    def lexical(self, limit: int, depth: int | None, pool: int) -> sql.Composed:
+    def lexical(self, limit: int, depth: int | None, pool: int, share: float = 0.0) -> sql.Composed:
         """CTEs ending in ``lexical (id, score)``: BM25, best first, at most ``limit``.
 
-        With a ``depth``, the query's terms share a budget of ``depth`` postings each: a term
+        With a ``depth``, the query's terms share a budget of ``depth`` postings each, or of
+        ``share`` of the library's chunks when that is more (a common term holds more chunks as
+        the library grows, and the same depth reads a smaller part of them: at 1M passages 2,000
+        postings found 0.87 of exact BM25's top 100, 5,000 found 0.95): a term
         held by fewer chunks reads them all and leaves the rest of its share to the terms held by
         more, evenly. Each term reads its postings best first from an index, skipping chunks the
         scope does not allow; the chunks reached are ranked by the sum of what their read
@@ -156,14 +159,17 @@ class Search:
             )
         else:
             self.params["lexical_depth"] = depth
+            self.params["lexical_share"] = share
             self.params["rescored"] = max(pool, 5 * limit)
             scored = sql.SQL(
-                "shares AS (SELECT q.term, q.idf, CASE WHEN q.chunks < %(lexical_depth)s"
-                " THEN q.chunks ELSE %(lexical_depth)s + s.spare / s.common END AS depth"
-                " FROM query_terms q CROSS JOIN"
-                " (SELECT sum(greatest(0, %(lexical_depth)s - chunks)) AS spare,"
-                " count(*) FILTER (WHERE chunks >= %(lexical_depth)s) AS common"
-                " FROM query_terms) s),"
+                "budget AS (SELECT greatest(%(lexical_depth)s,"
+                " ceil(%(lexical_share)s * chunks))::int8 AS depth FROM totals),"
+                " shares AS (SELECT q.term, q.idf, CASE WHEN q.chunks < b.depth"
+                " THEN q.chunks ELSE b.depth + s.spare / s.common END AS depth"
+                " FROM query_terms q CROSS JOIN budget b CROSS JOIN"
+                " (SELECT sum(greatest(0, b.depth - t.chunks)) AS spare,"
+                " count(*) FILTER (WHERE t.chunks >= b.depth) AS common"
+                " FROM query_terms t CROSS JOIN budget b) s),"
                 " scored AS (SELECT p.chunk_key AS key FROM shares q CROSS JOIN LATERAL"
                 " (SELECT chunk_key, impact FROM lexical_postings"
                 " WHERE term = q.term"
@@ -235,7 +241,9 @@ class Search:
             " ORDER BY distance LIMIT %(dense_limit)s) nearest)"
         ).format(dim=sql.Literal(self._dim), embedder=sql.Literal(self._embedder))
 
-    def hybrid(self, fusion: Fusion, limit: int, depth: int | None, pool: int) -> sql.Composed:
+    def hybrid(
+        self, fusion: Fusion, limit: int, depth: int | None, pool: int, share: float = 0.0
+    ) -> sql.Composed:
         """The whole statement of a hybrid search: both rankings, fused as fusion.py fuses them.
 
         Rows: id, fused, lexical, lexical_rank, dense, dense_rank; best first.
@@ -249,7 +257,7 @@ class Search:
         ranked = sql.SQL(", ").join(
             [
                 self.allowed,
-                self.lexical(fusion.candidates, depth, pool)
+                self.lexical(fusion.candidates, depth, pool, share)
                 if self.lexemes
                 else sql.SQL(_NO_LEXICAL),
                 self.dense(fusion.candidates),

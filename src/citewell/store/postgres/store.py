@@ -83,10 +83,10 @@ class PostgresStore(SqlStore[Connection]):
     ``connections``: most connections this process opens; ``ef_search``: HNSW's candidate list,
     the recall of dense search against its speed; ``exact_below``: scopes of fewer chunks are
     searched exactly, larger ones through the HNSW index; ``lexical_depth``: the postings of each
-    query term a lexical search reads, and ``lexical_pool``: how many of the chunks they reach
-    are scored exactly, the recall of lexical search against its speed (depth None: every chunk
-    holding a query term is scored, exact BM25 at a cost that grows with the library;
-    ``postgres.search``); ``index_memory`` and
+    query term a lexical search reads (``lexical_share`` of the library's chunks, if more), and
+    ``lexical_pool``: how many of the chunks they reach are scored exactly, the recall of
+    lexical search against its speed (depth None: every chunk holding a query term is scored,
+    exact BM25 at a cost that grows with the library; ``postgres.search``); ``index_memory`` and
     ``index_workers``: PostgreSQL's ``maintenance_work_mem`` and
     ``max_parallel_maintenance_workers`` while it builds an HNSW index.
 
@@ -110,6 +110,7 @@ class PostgresStore(SqlStore[Connection]):
         exact_below: int = 2000,
         lexical_depth: int | None = 2000,
         lexical_pool: int = 500,
+        lexical_share: float = 0.005,
         index_memory: str = "1GB",
         index_workers: int = 2,
         retention: Retention = Retention(),
@@ -124,6 +125,7 @@ class PostgresStore(SqlStore[Connection]):
         self._exact_below = exact_below
         self._lexical_depth = lexical_depth
         self._lexical_pool = lexical_pool
+        self._lexical_share = lexical_share
         self._index_memory = index_memory
         self._index_workers = index_workers
         with _store_errors(), psycopg.connect(url, autocommit=True, prepare_threshold=None) as conn:
@@ -326,7 +328,8 @@ class PostgresStore(SqlStore[Connection]):
             return []
         rows = self._read(
             sql.SQL("WITH {}, {} SELECT id, score FROM lexical").format(
-                search.allowed, search.lexical(limit, self._lexical_depth, self._lexical_pool)
+                search.allowed,
+                search.lexical(limit, self._lexical_depth, self._lexical_pool, self._lexical_share),
             ),
             search.params,
             search=search,
@@ -364,7 +367,9 @@ class PostgresStore(SqlStore[Connection]):
                 ),
             )
             for row in self._read(
-                search.hybrid(fusion, limit, self._lexical_depth, self._lexical_pool),
+                search.hybrid(
+                    fusion, limit, self._lexical_depth, self._lexical_pool, self._lexical_share
+                ),
                 search.params,
                 search=search,
             )
