@@ -333,7 +333,7 @@ class PostgresSettings(_Group):
     lexical_pool: int = Field(
         default=500,
         ge=1,
-        description="Passages a lexical search scores exactly (5 × the results asked for, if "
+        description="Passages a lexical search scores exactly (10 × the results asked for, if "
         "more): the best of those its postings reach, by what the postings read add up to. "
         "That sum misses what common words add beyond their share, so a wider pool finds more "
         "of the exact best as the library grows (at 1M passages it matters more than the "

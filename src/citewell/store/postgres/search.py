@@ -47,6 +47,11 @@ _HNSW_MIN_SHARE = 0.02
 """Smallest share of all chunks a scope must allow for dense search to walk the HNSW graph: the
 graph walk visits at most 20,000 entries (pgvector's default), which at 2% still yields about
 400 allowed hits, four times the candidates a hybrid search takes."""
+POOL_PER_RESULT = 10
+"""Chunks scored exactly per result asked for, at least (the pool setting holds for short
+lists): the order of what the postings read add up to is rough, and a long list needs a wider
+pool (at 1M passages a hybrid search's 100 lexical results: 0.948 of exact BM25's scoring 500,
+0.968 scoring 1,000; docs/benchmarks.md)."""
 _DRIFT = 0.1
 """How far (a share) a field's average chunk length may move from the one its stored impacts
 were computed with before a write of that field computes them again."""
@@ -139,7 +144,8 @@ class Search:
         held by fewer chunks reads them all and leaves the rest of its share to the terms held by
         more, evenly. Each term reads its postings best first from an index, skipping chunks the
         scope does not allow; the chunks reached are ranked by the sum of what their read
-        postings add, and the best ``pool`` (or 5 × ``limit``, if more) are scored exactly.
+        postings add, and the best ``pool`` (or ``POOL_PER_RESULT`` × ``limit``, if more) are
+        scored exactly.
         That sum misses what common terms add beyond their share, so it is a rough order:
         recall comes from the width of the pool (at 100k passages and a depth of 200, where
         common terms get the share a depth of 2,000 gives them at 1M, recall@10 is 0.94 scoring
@@ -160,7 +166,7 @@ class Search:
         else:
             self.params["lexical_depth"] = depth
             self.params["lexical_share"] = share
-            self.params["rescored"] = max(pool, 5 * limit)
+            self.params["rescored"] = max(pool, POOL_PER_RESULT * limit)
             scored = sql.SQL(
                 "budget AS (SELECT greatest(%(lexical_depth)s,"
                 " ceil(%(lexical_share)s * chunks))::int8 AS depth FROM totals),"
