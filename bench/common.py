@@ -131,3 +131,8 @@ def open_library(settings, embedder: str):  # noqa: ANN001, ANN201 (imports cite
         return Library.open(settings, E5Small(threads, settings.model_cache_dir, recipe=recipe))
     retrieve = settings.retrieve.model_copy(update={"embedder": embedder})
     return Library.open(settings.model_copy(update={"retrieve": retrieve}))
+
+
+def numbers(text: str) -> list[int]:
+    """A comma-separated list of integers, as grid options take them: ``--depths 200,2000``."""
+    return [int(n) for n in text.split(",")]

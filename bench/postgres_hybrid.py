@@ -34,7 +34,7 @@ from citewell.retrieve.search import fusion_for
 from citewell.store.base import ChunkHit, Scope
 from citewell.store.fusion import Fusion, fuse
 from citewell.store.postgres import PostgresStore
-from common import evaldata_dir, machine, percentile, reproduce_line, table
+from common import evaldata_dir, machine, numbers, percentile, reproduce_line, table
 from scale import (
     EMBEDDER,
     LIMIT,
@@ -48,10 +48,6 @@ from scale import (
     questions,
     sentence_pools,
 )
-
-
-def numbers(text: str) -> list[int]:
-    return [int(n) for n in text.split(",")]
 
 
 def main() -> None:

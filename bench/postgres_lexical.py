@@ -46,7 +46,7 @@ from citewell.embed import UniversalSentenceEncoder
 from citewell.model import Principal
 from citewell.store.base import ChunkHit, Scope
 from citewell.store.postgres import PostgresStore
-from common import evaldata_dir, machine, percentile, reproduce_line, table
+from common import evaldata_dir, machine, numbers, percentile, reproduce_line, table
 from scale import (
     EMBEDDER,
     corpus,
@@ -134,10 +134,6 @@ def full_text_search(
         ' ORDER BY rank DESC, c.id COLLATE "C" LIMIT 10'
     ).format(search.allowed)
     return [ChunkHit(r[0], r[1]) for r in conn.execute(statement, search.params).fetchall()]
-
-
-def numbers(text: str) -> list[int]:
-    return [int(n) for n in text.split(",")]
 
 
 def main() -> None:

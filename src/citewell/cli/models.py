@@ -41,6 +41,15 @@ def build_models(cache_dir: Path | None) -> None:
         click.echo(f"{reader.name}: {path} ({path.stat().st_size / 1e6:.1f} MB)")
 
 
+TRAINDATA = click.option(
+    "--traindata",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("../shared/traindata"),
+    show_default=True,
+    help="The open-licensed training data (each set with its README and licence).",
+)
+
+
 @main.group()
 def reader() -> None:
     """citewell's own reader: which sentences answer, which spans support a claim."""
@@ -53,12 +62,7 @@ def reader() -> None:
     required=True,
     help="Folder for the checkpoint, reader.npz and training.json; a run resumes from it.",
 )
-@click.option(
-    "--traindata",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("../shared/traindata"),
-    show_default=True,
-)
+@TRAINDATA
 @click.option("--epochs", type=float, default=TrainConfig.epochs, show_default=True)
 @click.option(
     "--adapted",
@@ -151,12 +155,7 @@ def train_reader(
     required=True,
     help="Folder for the interpolated reader.npz, training.json and calibration.json.",
 )
-@click.option(
-    "--traindata",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("../shared/traindata"),
-    show_default=True,
-)
+@TRAINDATA
 @click.option("--threads", type=int, default=2, show_default=True)
 @click.option("--ship", is_flag=True, help="Then copy the delta into the package, with its card.")
 def interpolate_reader(
