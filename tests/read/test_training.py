@@ -223,7 +223,6 @@ def test_training_is_deterministic_and_resumes(training: list[Group], tmp_path: 
     resumed = train(TINY, groups, held, tmp_path / "a", cache, report=_quiet)
     assert resumed is not None
     assert resumed["sha256"] == first["sha256"]  # resumed at the last step: nothing more to do
-    assert resumed["seconds"] >= first["seconds"]  # type: ignore[operator]  # earlier time counts
 
 
 def test_a_run_stopped_by_its_budget_resumes_exactly(training: list[Group], tmp_path: Path) -> None:
