@@ -39,12 +39,16 @@ LOCAL = Principal.local()
 
 
 class Scripted:
-    """A generator that writes whatever the test's function makes of the evidence."""
+    """A generator that writes whatever the test's function makes of the evidence; it stands
+    in for a model, which judges whether the evidence answers, unless told otherwise."""
 
     name = "scripted"
 
-    def __init__(self, script: Callable[[Evidence], Sequence[Draft]]) -> None:
+    def __init__(
+        self, script: Callable[[Evidence], Sequence[Draft]], *, judges_answerability: bool = True
+    ) -> None:
         self.script = script
+        self.judges_answerability = judges_answerability
 
     async def generate(self, evidence: Evidence, *, agent: Agent) -> AsyncIterator[Draft]:
         for draft in self.script(evidence):

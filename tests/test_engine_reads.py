@@ -93,7 +93,7 @@ def test_each_part_of_a_question_is_answered_by_its_own_cited_sentence(engine: E
     assert events[0] == Retrieved(answer.passages, answer.question)
 
 
-def test_below_the_agents_threshold_the_answer_declines_before_any_generator_is_asked(
+def test_below_the_threshold_the_reader_declines_before_a_generator_that_cannot_judge(
     engine: Engine,
 ) -> None:
     asked: list[str] = []
@@ -102,7 +102,7 @@ def test_below_the_agents_threshold_the_answer_declines_before_any_generator_is_
         asked.append(evidence.question)
         return [TextPiece(f"Membership costs forty euros [{number(evidence, 'forty')}].")]
 
-    engine.generators["guessing"] = Scripted(guessing)
+    engine.generators["guessing"] = Scripted(guessing, judges_answerability=False)
     _, answer = ask(
         engine, "How much does membership cost?", generator="guessing", answerable_threshold=1.0
     )
@@ -116,6 +116,53 @@ def test_below_the_agents_threshold_the_answer_declines_before_any_generator_is_
         engine, "How much does membership cost?", generator="guessing", answerable_threshold=0.0
     )
     assert asked == ["How much does membership cost?"] and not answered.declined
+
+
+def test_a_generator_that_judges_decides_itself_unless_the_agent_leaves_it_to_the_reader(
+    engine: Engine,
+) -> None:
+    seen: list[Evidence] = []
+
+    def model(evidence: Evidence) -> list[Draft]:
+        seen.append(evidence)
+        return [TextPiece(f"Membership costs forty euros [{number(evidence, 'forty')}].")]
+
+    engine.generators["model"] = Scripted(model)
+    question = "How much does membership cost?"
+    _, answer = ask(engine, question, generator="model", answerable_threshold=1.0)
+    # The reader found the part unanswered, and says so in the trace; the model answered.
+    assert [p.answered for p in answer.trace.question_parts] == [False]
+    assert answer.text == "Membership costs forty euros."
+    assert [c.cited_text for c in answer.citations] == ["Membership costs forty euros a year."]
+    # It got the evidence best-read first: the membership passage before the others.
+    (evidence,) = seen
+    assert "forty euros" in evidence.passages[0].chunk.text
+
+    _, vetoed = ask(
+        engine, question, generator="model", answerable_threshold=1.0, declined_by="reader"
+    )
+    assert len(seen) == 1 and vetoed.declined
+
+
+def test_the_extractive_generator_left_to_decide_still_answers_only_what_the_reader_found(
+    engine: Engine,
+) -> None:
+    question = "How much does membership cost?"
+    _, answer = ask(engine, question, answerable_threshold=1.0, declined_by="generator")
+    assert answer.declined  # it copies what the reader found answered; here, nothing
+
+
+def test_without_a_threshold_of_its_own_an_agent_declines_at_the_readers_card(
+    engine: Engine,
+) -> None:
+    assert engine.reader is not None
+    threshold = engine.reader.answerable_threshold
+    _, answer = ask(engine, "How much does membership cost?")
+    (part,) = answer.trace.question_parts
+    assert part.answered == (part.answerable >= threshold)
+    _, stricter = ask(engine, "How much does membership cost?", answerable_threshold=1.0)
+    assert [p.answerable for p in stricter.trace.question_parts] == [part.answerable]
+    assert stricter.declined
 
 
 def test_a_citation_that_contradicts_its_claim_is_dropped_by_the_reader(engine: Engine) -> None:

@@ -4,6 +4,10 @@
     → read them (the reader: which answer each part of the question, and whether any does)
     → generate, or decline → attribute each claim → verify each citation → Answer
 
+Who declines: the reader, where the generator cannot judge (the extractive one copies sentences);
+else the generator, which gets the evidence best-read first and says itself when it does not
+answer (a model's judgement of a question beats the reader's). An agent may name either.
+
 Every API surface renders what this module produces; none re-runs retrieval or re-derives a
 citation. ``stream`` yields, in order: ``Retrieved`` once, then ``TextDelta`` and ``ClaimDone``
 events as the answer grows (a claim's citations right after its last character), then
@@ -267,7 +271,11 @@ class Engine:
         attribution = Attribution(evidence, agent, self._verifier(agent), pages)
         writer = AnswerWriter(evidence, agent, attribution)
         # Nothing to answer from: no generator is asked, so none can guess from memory.
-        drafts = generator.generate(evidence, agent=agent) if _answerable(evidence) else _declined()
+        if _reader_declines(agent, generator):
+            asked = _answerable(evidence)
+        else:
+            asked = bool(evidence.sentences)
+        drafts = generator.generate(evidence, agent=agent) if asked else _declined()
         async for event in writer.write(drafts):
             yield event
         done = time.perf_counter()
@@ -318,7 +326,11 @@ class Engine:
             evidence,
             self.reader,
             candidates=self.library.settings.read.candidates,
-            threshold=agent.answerable_threshold,
+            threshold=(
+                self.reader.answerable_threshold
+                if agent.answerable_threshold is None
+                else agent.answerable_threshold
+            ),
         )
 
     def _verifier(self, agent: Agent) -> Verifier:
@@ -353,6 +365,14 @@ def _buckets(
     if agent.bucket_ids:
         return tuple(library.get_bucket(b, principal=principal) for b in agent.bucket_ids)
     return tuple(library.list_buckets(principal=principal))
+
+
+def _reader_declines(agent: Agent, generator: Generator) -> bool:
+    """Whether the reader's answerability decides that the sources do not answer, rather than
+    the generator: where the agent says so, else where the generator cannot judge."""
+    if agent.declined_by == "auto":
+        return not generator.judges_answerability
+    return agent.declined_by == "reader"
 
 
 def _answerable(evidence: Evidence) -> bool:

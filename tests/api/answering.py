@@ -50,6 +50,7 @@ class Scripted:
     """Answers two sentences, each citing the sentence it restates; keeps what it was given."""
 
     name = "scripted"
+    judges_answerability = True  # it stands in for a model
 
     def __init__(self) -> None:
         self.seen: list[Evidence] = []
@@ -73,6 +74,7 @@ class Wandering:
     """Answers a cited sentence, then one the sources do not support."""
 
     name = "wandering"
+    judges_answerability = True
 
     async def generate(self, evidence: Evidence, *, agent: Agent) -> AsyncIterator[Draft]:
         refunds = number(evidence, "thirty days")
@@ -80,6 +82,8 @@ class Wandering:
 
 
 class Failing:
+    judges_answerability = True
+
     def __init__(self, name: str, error: Exception | None) -> None:
         self.name = name
         self.error = error

@@ -45,6 +45,7 @@ class Typist:
     """The extractive answer, written word by word with ``[n]`` markers, then one sentence more."""
 
     name = "typist"
+    judges_answerability = False  # it writes the extractive answer
 
     def __init__(self, extractive: Generator) -> None:
         self._extractive = extractive

@@ -32,6 +32,8 @@ AGENTS = (
 class Failing:
     """Writes a few words, then fails as a remote model's backend would."""
 
+    judges_answerability = True
+
     def __init__(self, name: str, error: GeneratorError) -> None:
         self.name = name
         self.error = error

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from citewell.events import CitedSentence, Declined, Draft
-from citewell.generate.answer_types import AnswerType, expected_type, without_type_phrase
+from citewell.generate.answer_types import AnswerType, carries, expected_type, without_type_phrase
 from citewell.generate.extractive import ExtractiveGenerator, Weights
 from citewell.model import Agent, Evidence, PartReading
 from tests.generate.samples import REFUNDS, SHIPPING, Doc, evidence, split_sentences
@@ -125,6 +125,22 @@ def test_the_words_of_how_long_are_not_looked_for_in_the_answer() -> None:
     assert drafts(found) == [
         CitedSentence(text="Refunds are paid within thirty days of the request.", evidence=(1,))
     ]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "holds_a_time"),
+    [
+        ("Day: Tuesday; Open: 17:00; Close: 21:00; Mechanic on duty: yes", True),
+        ("De lunes a viernes abrimos de 9:30 a 20:00.", True),
+        ("The desk opens at 9 am.", True),
+        ("图书馆下午5点关门。", True),
+        ("On Saturdays the workshop is open for self-service only.", False),
+        ("The ratio rose from 1.25 to 3.5.", False),
+        ("两者有3点不同。", False),  # points of difference, not three o'clock
+    ],
+)
+def test_a_time_of_day_answers_a_when_question(sentence: str, holds_a_time: bool) -> None:
+    assert carries(sentence, AnswerType.DATE, "When is the workshop open?") is holds_a_time
 
 
 def test_a_heading_is_never_the_answer() -> None:

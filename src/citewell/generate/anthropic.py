@@ -150,6 +150,7 @@ class AnthropicGenerator:
     """Streams a cited answer from the Messages API; configured on first use."""
 
     name = "anthropic"
+    judges_answerability = True  # told to reply NO_ANSWER when the evidence does not answer
 
     def __init__(self, settings: GenerateSettings) -> None:
         self.settings = settings

@@ -8,7 +8,10 @@ answer from them and says which evidence sentences each part rests on, in one of
 - ``CitedSentence``: one whole answer sentence with the numbers it rests on (generators that
   know their citations structurally: the extractive one, Anthropic's citations API).
 
-A generator that finds nothing in the evidence to answer with yields ``Declined``. (The drafts
+A generator that finds nothing in the evidence to answer with yields ``Declined``. One that
+``judges_answerability`` (a model, told to reply that the evidence does not answer) is asked
+whatever the reader thought of the evidence; for one that cannot judge (the extractive one), the
+reader decides, and a question it finds unanswered never reaches the generator. (The drafts
 are defined in ``citewell.events``, which the answer writer reads too.) Generators never see the
 store, never compute offsets and never decide what is shown: attribution and verification belong
 to the engine.
@@ -37,6 +40,8 @@ class Generator(Protocol):
     """Writes an answer from evidence. Raises ``GeneratorError`` when its backend fails."""
 
     name: str
+    judges_answerability: bool
+    """Whether it decides itself when the evidence does not answer the question."""
 
     def generate(self, evidence: Evidence, *, agent: Agent) -> AsyncIterator[Draft]: ...
 

@@ -131,6 +131,7 @@ class ExtractiveGenerator:
     """Selects evidence sentences; deterministic, and a few milliseconds for 50 sentences."""
 
     name = "extractive"
+    judges_answerability = False  # it copies sentences: which ones answer is the reader's call
 
     def __init__(self, weights: Weights | None = None) -> None:
         self.weights = weights or Weights()

@@ -188,6 +188,7 @@ class LocalGenerator:
     """Streams an answer from a GGUF model in this process, citing under a grammar."""
 
     name = "local"
+    judges_answerability = True  # told to reply NO_ANSWER when the evidence does not answer
 
     def __init__(self, settings: GenerateSettings) -> None:
         self.settings = settings

@@ -76,6 +76,7 @@ class OpenAICompatibleGenerator:
     """Streams an answer from a chat-completions endpoint; configured on first use."""
 
     name = "openai-compatible"
+    judges_answerability = True  # told to reply NO_ANSWER when the evidence does not answer
 
     def __init__(self, settings: GenerateSettings) -> None:
         self.settings = settings

@@ -10,7 +10,7 @@ from typing import Any
 
 from citewell.encoder.weights import E5Weights
 
-__all__ = ["TRAINING_DATA", "write_card"]
+__all__ = ["TRAINING_DATA", "unpack_card", "write_card"]
 
 TRAINING_DATA = [
     {"set": "SQuAD 2.0 train, first 10 articles", "licence": "CC BY-SA 4.0"},
@@ -54,7 +54,7 @@ def write_card(run: Path, package: Path, weights: E5Weights) -> Path:
         },
         "licence": "MIT, as its base. The data it was trained on is under the licences below; "
         "they bind redistributing the data, not these weights.",
-        "training_data": TRAINING_DATA,
+        "training_data": result.get("training_data", TRAINING_DATA),
         "training": {
             key: result[key]
             for key in ("training_groups", "training_pairs", "steps", "seconds", "curve")
@@ -69,3 +69,27 @@ def write_card(run: Path, package: Path, weights: E5Weights) -> Path:
     target = package / "reader.json"
     target.write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n")
     return target
+
+
+def unpack_card(card: Path, run: Path) -> dict[str, Any]:
+    """Write a shipped reader back out as a run (``run/reader.npz``, ``run/training.json``), so
+    that it can be calibrated again like a new one: when the calibration part or the rule that
+    chooses its threshold changes, the delta stays and its card is re-chosen. Returns the
+    training data written."""
+    spec: dict[str, Any] = json.loads(card.read_text("utf-8"))
+    run.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(card.parent / spec["delta"], run / "reader.npz")
+    training = spec["training"]
+    result = {
+        key: training[key] for key in ("training_groups", "training_pairs", "steps", "seconds")
+    } | {
+        "config": training["config"] | {"limits": spec["limits"]},
+        "curve": training["curve"],
+        "sha256": spec["sha256"],
+        "command": training.get("command", "citewell reader train --out RUN --ship"),
+        "training_data": spec["training_data"],
+    }
+    if "interpolated" in training:
+        result["interpolated"] = training["interpolated"]
+    (run / "training.json").write_text(json.dumps(result, indent=1) + "\n")
+    return result
