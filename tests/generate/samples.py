@@ -19,6 +19,7 @@ class Doc:
     page: int | None = None
     headings: tuple[str, ...] = ()
     title: str | None = None
+    effective_date: dt.date | None = None
 
 
 def evidence(
@@ -52,6 +53,7 @@ def evidence(
             char_count=len(text),
             chunk_count=1,
             created_at=dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
+            effective_date=doc.effective_date,
         )
         chunk = Chunk(
             id=f"{source.id}:0",

@@ -1,0 +1,112 @@
+"""Sources that disagree: two sentences of different sources that say the same thing with a
+different value ("within 30 days" against "within 14 days").
+
+A conflict is found between the sentences that answer one part of the question, never across
+the whole evidence: two sources may give different figures for different things. Two sentences
+conflict when they are the same sentence but for a few words (most of their words, in order, are
+shared), and what differs holds a value on both sides — a number, a date, a name: the wording
+of one sentence changed around the same words is not a disagreement, nor are two sources that
+give the same value, nor one source repeating itself.
+
+Of the two, the source with the later ``effective_date`` is preferred (the current rule); with
+no date on either, or the same date, neither is: the answer says the sources disagree without
+choosing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+
+from citewell.generate.answer_types import AnswerType, carries
+from citewell.model import Evidence, EvidenceSentence, Source
+
+__all__ = ["Conflict", "differing_values", "find_conflict"]
+
+SHARED = 0.6
+"""Least share of their words two sentences hold in common, in order, to be one statement."""
+
+_TOKEN = re.compile(r"[\u3400-\u9fff]|[^\W_]+(?:[.,:/][^\W_]+)*")
+"""A word, a number with its separators ("17:00", "1,200"), or one Chinese character."""
+_VALUE = re.compile(r"\d|[\u3400-\u9fff]|(?<![\w'])[A-ZÁÉÍÓÚÑÜ]")
+"""What makes a differing stretch a value: a digit, a name's capital, or Chinese text (whose
+values are not marked by case); or a number in words (``carries``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """Two evidence sentences of different sources that answer one part differently."""
+
+    preferred: int
+    """Evidence number of the sentence to state first: the current source's, when one is."""
+    other: int
+    """Evidence number of the sentence it disagrees with."""
+    values: tuple[str, str]
+    """What each says where they differ, preferred first ("30 days", "14 days")."""
+    decided: bool
+    """Whether ``preferred`` is the current source's (a later ``effective_date``), or only the
+    first read (neither source is dated after the other)."""
+
+
+def find_conflict(evidence: Evidence, numbers: Sequence[int]) -> Conflict | None:
+    """The first conflict among the sentences ``numbers`` (a part's answers, best first): the
+    best-ranked pair of sentences of different sources that differ in a value."""
+    sentences = [evidence.sentences[n - 1] for n in numbers]
+    for i, first in enumerate(sentences):
+        for second in sentences[i + 1 :]:
+            a, b = _source(evidence, first), _source(evidence, second)
+            if a.id == b.id:
+                continue  # a source repeating itself (or two versions of one) is not a conflict
+            values = differing_values(first.text, second.text)
+            if values is None:
+                continue
+            if _dated_after(b, a):
+                return Conflict(second.number, first.number, (values[1], values[0]), True)
+            return Conflict(first.number, second.number, values, _dated_after(a, b))
+    return None
+
+
+def differing_values(first: str, second: str) -> tuple[str, str] | None:
+    """What two sentences say differently, (first's, second's), when they are one statement
+    with a different value; None when they share too little, differ in no value, or agree."""
+    a, b = list(_TOKEN.finditer(first)), list(_TOKEN.finditer(second))
+    if not a or not b:
+        return None
+    words_a, words_b = [t.group().casefold() for t in a], [t.group().casefold() for t in b]
+    matcher = SequenceMatcher(None, words_a, words_b, autojunk=False)
+    shared = sum(block.size for block in matcher.get_matching_blocks())
+    if shared < SHARED * max(len(a), len(b)):
+        return None
+    changed = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+    if not changed:
+        return None
+    # From the first change to the last: "30 days" against "two weeks" is one value.
+    said_a = _stretch(first, a, changed[0][1], changed[-1][2])
+    said_b = _stretch(second, b, changed[0][3], changed[-1][4])
+    if not _is_value(said_a) or not _is_value(said_b):
+        return None
+    return said_a, said_b
+
+
+def _is_value(said: str) -> bool:
+    return bool(_VALUE.search(said)) or carries(said, AnswerType.NUMBER, "")
+
+
+def _stretch(text: str, tokens: Sequence[re.Match[str]], start: int, end: int) -> str:
+    """The text of tokens ``start`` to ``end`` (exclusive), as the sentence writes it."""
+    if start >= end:
+        return ""
+    return text[tokens[start].start() : tokens[end - 1].end()]
+
+
+def _source(evidence: Evidence, sentence: EvidenceSentence) -> Source:
+    return evidence.passages[sentence.passage_index].source
+
+
+def _dated_after(one: Source, other: Source) -> bool:
+    """Whether ``one`` took effect after ``other`` (both dated)."""
+    if one.effective_date is None or other.effective_date is None:
+        return False
+    return one.effective_date > other.effective_date
