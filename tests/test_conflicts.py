@@ -7,7 +7,8 @@ import datetime as dt
 
 import pytest
 
-from citewell.conflicts import Conflict, differing_values, find_conflict
+from citewell.conflicts import differing_values, find_conflict
+from citewell.model import Conflict
 from tests.generate.samples import Doc, evidence
 
 QUESTION = "How long do I have to ask for a refund?"

@@ -4,9 +4,11 @@ trained reader here; tests/test_engine_reads.py reads with the trained one)."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
-from citewell.model import PartReading
+from citewell.model import Conflict, PartReading
 from citewell.read.lexical import LexicalReader
 from citewell.rerank import context_of, question_parts, read_evidence
 from tests.generate.samples import Doc, evidence
@@ -91,6 +93,33 @@ def test_a_part_below_the_threshold_is_not_answered() -> None:
     opens, founded = read_evidence(asked, LexicalReader(), candidates=3, threshold=0.5).reading
     assert opens.answered
     assert not founded.answered and founded.answerable < 0.5
+
+
+def test_a_part_two_dated_sources_answer_differently_carries_their_conflict() -> None:
+    leaflet = Doc(
+        ["Warranty", "Every frame carries a three-year warranty."],
+        headings=("Warranty",),
+        filename="leaflet-2023.md",
+        effective_date=dt.date(2023, 3, 1),
+    )
+    handbook = Doc(
+        ["Every frame carries a two-year warranty.", "Gift cards never expire."],
+        filename="handbook-2025.md",
+        effective_date=dt.date(2025, 1, 1),
+    )
+    asked = evidence(
+        "How long is the warranty on a frame? And do gift cards expire?", [leaflet, handbook]
+    )
+    read = read_evidence(asked, LexicalReader(), candidates=3, threshold=0.5)
+    warranty, gift_cards = read.reading
+    assert gift_cards.conflict is None  # the other sentences it read do not answer it
+    # Numbered as the reordered evidence numbers them: the current handbook's sentence first.
+    sentence = {s.number: s.text for s in read.sentences}
+    conflict = warranty.conflict
+    assert isinstance(conflict, Conflict) and conflict.decided
+    assert sentence[conflict.preferred] == "Every frame carries a two-year warranty."
+    assert sentence[conflict.other] == "Every frame carries a three-year warranty."
+    assert conflict.values == ("two", "three")
 
 
 def test_evidence_of_headings_only_is_left_unread() -> None:

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 from citewell.generate.answer_types import AnswerType, carries
-from citewell.model import Evidence, EvidenceSentence, Source
+from citewell.model import Conflict, Evidence, EvidenceSentence, Source
 
-__all__ = ["Conflict", "differing_values", "find_conflict"]
+__all__ = ["differing_values", "find_conflict"]
 
 SHARED = 0.6
 """Least share of their words two sentences hold in common, in order, to be one statement."""
@@ -33,21 +32,6 @@ _TOKEN = re.compile(r"[\u3400-\u9fff]|[^\W_]+(?:[.,:/][^\W_]+)*")
 _VALUE = re.compile(r"\d|[\u3400-\u9fff]|(?<![\w'])[A-ZÁÉÍÓÚÑÜ]")
 """What makes a differing stretch a value: a digit, a name's capital, or Chinese text (whose
 values are not marked by case); or a number in words (``carries``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Conflict:
-    """Two evidence sentences of different sources that answer one part differently."""
-
-    preferred: int
-    """Evidence number of the sentence to state first: the current source's, when one is."""
-    other: int
-    """Evidence number of the sentence it disagrees with."""
-    values: tuple[str, str]
-    """What each says where they differ, preferred first ("30 days", "14 days")."""
-    decided: bool
-    """Whether ``preferred`` is the current source's (a later ``effective_date``), or only the
-    first read (neither source is dated after the other)."""
 
 
 def find_conflict(evidence: Evidence, numbers: Sequence[int]) -> Conflict | None:

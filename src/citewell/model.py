@@ -41,8 +41,9 @@ __all__ = [
     "CitedSource",
     "Claim",
     "Comparison",
-    "ConversationTurn",
     "CompoundFilter",
+    "Conflict",
+    "ConversationTurn",
     "Evidence",
     "EvidenceSentence",
     "Filter",
@@ -56,6 +57,7 @@ __all__ = [
     "NOT_READ",
     "Page",
     "PageRegion",
+    "PartConflict",
     "PartReading",
     "Passage",
     "Permission",
@@ -596,6 +598,19 @@ class Verdict(_Model):
     )
 
 
+class PartConflict(_Model):
+    """Where two sources disagree on one part of the question (ranges, not their words)."""
+
+    preferred_chunk_id: str = Field(description="The chunk of the sentence stated first.")
+    preferred_span: Span = Field(description="That sentence's range of its source's text.")
+    other_chunk_id: str = Field(description="The chunk of the sentence it disagrees with.")
+    other_span: Span = Field(description="That sentence's range of its source's text.")
+    decided: bool = Field(
+        description="Whether the first is preferred as the current source (a later "
+        "effective_date), or neither source is dated after the other."
+    )
+
+
 class QuestionPart(_Model):
     """One thing the question asks ("How much is it, and when is it open?" asks two), in the
     question's order, as the reader judged the evidence for it (its words are not kept: a trace
@@ -605,6 +620,10 @@ class QuestionPart(_Model):
         ge=0, le=1, description="The reader's probability that the evidence answers this part."
     )
     answered: bool = Field(description="Whether that reached the agent's answerable threshold.")
+    conflict: PartConflict | None = Field(
+        default=None,
+        description="Two sources that answer this part with different values; None if none do.",
+    )
 
 
 class ReadSentence(_Model):
@@ -695,6 +714,23 @@ class PartReading:
     answers: tuple[tuple[int, float], ...]
     """(evidence sentence number, probability that it answers this part), best first; only
     the sentences read (the candidates), never a heading."""
+    conflict: Conflict | None = None
+    """Two of its best answers, of different sources, that give it different values."""
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """Two evidence sentences of different sources that answer one part differently."""
+
+    preferred: int
+    """Evidence number of the sentence to state first: the current source's, when one is."""
+    other: int
+    """Evidence number of the sentence it disagrees with."""
+    values: tuple[str, str]
+    """What each says where they differ, preferred first ("30 days", "14 days")."""
+    decided: bool
+    """Whether ``preferred`` is the current source's (a later ``effective_date``), or only the
+    first read (neither source is dated after the other)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,12 +18,18 @@ import re
 from collections.abc import Sequence
 
 from citewell.cite.evidence import build_evidence, is_heading
+from citewell.conflicts import find_conflict
 from citewell.language import is_cjk
 from citewell.model import Evidence, EvidenceSentence, PartReading
 from citewell.read import Reader
 from citewell.read.lexical import LexicalReader
 
 __all__ = ["context_of", "question_parts", "read_evidence"]
+
+CONFLICT_READ = 3
+"""A part's best answers compared for a disagreement (those read at least half as likely to
+answer as the best): an outdated copy of the answering sentence reads about as well as the
+current one, so the two come out next to each other."""
 
 
 def read_evidence(
@@ -61,7 +67,11 @@ def _read_part(
         ((s.number, float(score)) for s, score in zip(read, scores, strict=True)),
         key=lambda pair: (-pair[1], pair[0]),
     )
-    return PartReading(part, answerable, answerable >= threshold, tuple(answers))
+    # Sources that disagree give the part's best answer in two versions, read about as well.
+    best = answers[0][1] if answers else 0.0
+    rivals = [n for n, score in answers[:CONFLICT_READ] if score > 0 and score >= best / 2]
+    conflict = find_conflict(evidence, rivals)
+    return PartReading(part, answerable, answerable >= threshold, tuple(answers), conflict)
 
 
 def context_of(evidence: Evidence, sentence: EvidenceSentence) -> str:
@@ -96,7 +106,16 @@ def _reordered(evidence: Evidence, readings: Sequence[PartReading]) -> Evidence:
         return numbered[(position[sentence.passage_index], sentence.span.start)]
 
     moved = tuple(
-        dataclasses.replace(r, answers=tuple((renumbered(n), score) for n, score in r.answers))
+        dataclasses.replace(
+            r,
+            answers=tuple((renumbered(n), score) for n, score in r.answers),
+            conflict=r.conflict
+            and dataclasses.replace(
+                r.conflict,
+                preferred=renumbered(r.conflict.preferred),
+                other=renumbered(r.conflict.other),
+            ),
+        )
         for r in readings
     )
     return dataclasses.replace(rebuilt, reading=moved)

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from citewell.model import QuestionPart, ReadSentence, Span, Trace, Verdict
+from citewell.model import PartConflict, QuestionPart, ReadSentence, Span, Trace, Verdict
 from citewell.store.base import Retention, StoredTrace
 from tests.store.conftest import Backend
 
@@ -31,7 +31,19 @@ TRACE = Trace(
             kept=False,
         ),
     ),
-    question_parts=(QuestionPart(answerable=0.83, answered=True),),
+    question_parts=(
+        QuestionPart(
+            answerable=0.83,
+            answered=True,
+            conflict=PartConflict(
+                preferred_chunk_id="src_a:0",
+                preferred_span=Span(start=0, end=36),
+                other_chunk_id="src_b:0",
+                other_span=Span(start=0, end=35),
+                decided=True,
+            ),
+        ),
+    ),
     read_sentences=(
         ReadSentence(part=0, chunk_id="src_a:0", span=Span(start=0, end=36), answers=0.71),
     ),

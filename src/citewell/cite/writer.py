@@ -33,8 +33,10 @@ from citewell.model import (
     Agent,
     Answer,
     Claim,
+    Conflict,
     Evidence,
     GroundingState,
+    PartConflict,
     QuestionPart,
     ReadSentence,
     Span,
@@ -189,13 +191,30 @@ class AnswerWriter:
                 cited_chunk_ids=tuple(dict.fromkeys(c.chunk_id for c in attribution.citations)),
                 verdicts=tuple(attribution.verdicts),
                 question_parts=tuple(
-                    QuestionPart(answerable=round(part.answerable, 4), answered=part.answered)
+                    QuestionPart(
+                        answerable=round(part.answerable, 4),
+                        answered=part.answered,
+                        conflict=self._traced(part.conflict),
+                    )
                     for part in self.evidence.reading
                 ),
                 read_sentences=self._read_sentences(),
                 timings_ms=timings,
                 settings_fingerprint=fingerprint,
             ),
+        )
+
+    def _traced(self, conflict: Conflict | None) -> PartConflict | None:
+        if conflict is None:
+            return None
+        sentences, passages = self.evidence.sentences, self.evidence.passages
+        preferred, other = sentences[conflict.preferred - 1], sentences[conflict.other - 1]
+        return PartConflict(
+            preferred_chunk_id=passages[preferred.passage_index].chunk.id,
+            preferred_span=preferred.span,
+            other_chunk_id=passages[other.passage_index].chunk.id,
+            other_span=other.span,
+            decided=conflict.decided,
         )
 
     def _read_sentences(self) -> tuple[ReadSentence, ...]:
