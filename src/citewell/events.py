@@ -19,6 +19,7 @@ from citewell.model import (
     Claim,
     Filter,
     Page,
+    PartConflict,
     Passage,
     Span,
     Turn,
@@ -28,6 +29,7 @@ __all__ = [
     "CitedSentence",
     "Declined",
     "Draft",
+    "Remark",
     "TextPiece",
     "AnswerEvent",
     "Citable",
@@ -101,6 +103,8 @@ class Citable:
 class Retrieved:
     passages: tuple[Passage, ...]
     query: str
+    conflicts: tuple[PartConflict, ...] = ()
+    """Where the sources read disagree on a part of the question (``Answer.conflict_sides``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,8 +153,16 @@ class CitedSentence:
 
 
 @dataclass(frozen=True, slots=True)
+class Remark:
+    """Words of the answer's own that state nothing from the sources ("The sources disagree.",
+    "According to handbook.md:"): shown as written, never cited nor verified."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class Declined:
     """The evidence does not answer the question."""
 
 
-Draft = TextPiece | CitedSentence | Declined
+Draft = TextPiece | CitedSentence | Remark | Declined

@@ -19,6 +19,7 @@ events of an answer are in ``events.py``.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, ClassVar, Literal, Self
@@ -43,6 +44,8 @@ __all__ = [
     "Comparison",
     "CompoundFilter",
     "Conflict",
+    "ConflictSide",
+    "conflict_sides",
     "ConversationTurn",
     "Evidence",
     "EvidenceSentence",
@@ -85,6 +88,8 @@ class _Model(BaseModel):
 
 
 Redaction = Literal["email", "card_number", "phone"]
+ConflictSide = Literal["current", "older", "undated"]
+"""Which side of a disagreement between sources a passage is on (``Answer.conflict_sides``)."""
 """A kind of personal data an agent can mask (``citewell.redact``)."""
 
 MetadataValue = str | int | float | bool
@@ -676,6 +681,22 @@ class Answer(_Model):
     )
     created_at: dt.datetime = Field(description="When the answer was made (UTC).")
     trace: Trace = Field(default_factory=Trace, description="Ids, scores and timings.")
+
+    def conflict_sides(self) -> dict[str, ConflictSide]:
+        """The chunks on either side of a disagreement between sources it read (``sides``)."""
+        return conflict_sides(p.conflict for p in self.trace.question_parts)
+
+
+def conflict_sides(conflicts: Iterable[PartConflict | None]) -> dict[str, ConflictSide]:
+    """The chunks on either side of these disagreements, by chunk id: 'current' and 'older'
+    where one source is dated after the other, 'undated' where neither is."""
+    sides: dict[str, ConflictSide] = {}
+    for conflict in conflicts:
+        if conflict is None:
+            continue
+        sides[conflict.preferred_chunk_id] = "current" if conflict.decided else "undated"
+        sides[conflict.other_chunk_id] = "older" if conflict.decided else "undated"
+    return sides
 
 
 # Working types: passed between layers inside one process, never serialised as they are. ------

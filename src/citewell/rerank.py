@@ -109,8 +109,9 @@ def _reordered(evidence: Evidence, readings: Sequence[PartReading]) -> Evidence:
         dataclasses.replace(
             r,
             answers=tuple((renumbered(n), score) for n, score in r.answers),
-            conflict=r.conflict
-            and dataclasses.replace(
+            conflict=None
+            if r.conflict is None
+            else dataclasses.replace(
                 r.conflict,
                 preferred=renumbered(r.conflict.preferred),
                 other=renumbered(r.conflict.other),

@@ -17,6 +17,7 @@ import anyio.to_thread
 
 from citewell.cite.attribute import Attribution
 from citewell.cite.markers import MarkerStream
+from citewell.conflicts import located
 from citewell.events import (
     AnswerEvent,
     CitedSentence,
@@ -33,10 +34,8 @@ from citewell.model import (
     Agent,
     Answer,
     Claim,
-    Conflict,
     Evidence,
     GroundingState,
-    PartConflict,
     QuestionPart,
     ReadSentence,
     Span,
@@ -86,6 +85,9 @@ class AnswerWriter:
                     yield event
             elif isinstance(draft, TextPiece):
                 for event in await self._free(markers.feed(draft.text), markers):
+                    yield event
+            else:
+                for event in self._remark(draft.text):
                     yield event
         for event in await self._free(markers.flush(), markers, final=True):
             yield event
@@ -151,6 +153,17 @@ class AnswerWriter:
         )
         return ClaimDone(len(self.attribution.claims) - 1, result)
 
+    def _remark(self, text: str) -> list[AnswerEvent]:
+        """Words that state nothing from the sources: a claim that needs no citation."""
+        if not text.strip():
+            return []
+        lead = len(text) - len(text.lstrip())
+        start = len(self.text)
+        self.text += text
+        span = Span(start=start + lead, end=start + len(text.rstrip()))
+        self.attribution.claims.append(Claim(span=span, supported=False, needs_citation=False))
+        return [TextDelta(text)]
+
     def _refusal(self) -> list[AnswerEvent]:
         """Say plainly that the sources do not answer, rather than leave a guess standing."""
         refusal = self.agent.refusal or REFUSALS.get(self.evidence.language or "en", REFUSALS["en"])
@@ -194,7 +207,9 @@ class AnswerWriter:
                     QuestionPart(
                         answerable=round(part.answerable, 4),
                         answered=part.answered,
-                        conflict=self._traced(part.conflict),
+                        conflict=(
+                            None if part.conflict is None else located(self.evidence, part.conflict)
+                        ),
                     )
                     for part in self.evidence.reading
                 ),
@@ -202,19 +217,6 @@ class AnswerWriter:
                 timings_ms=timings,
                 settings_fingerprint=fingerprint,
             ),
-        )
-
-    def _traced(self, conflict: Conflict | None) -> PartConflict | None:
-        if conflict is None:
-            return None
-        sentences, passages = self.evidence.sentences, self.evidence.passages
-        preferred, other = sentences[conflict.preferred - 1], sentences[conflict.other - 1]
-        return PartConflict(
-            preferred_chunk_id=passages[preferred.passage_index].chunk.id,
-            preferred_span=preferred.span,
-            other_chunk_id=passages[other.passage_index].chunk.id,
-            other_span=other.span,
-            decided=conflict.decided,
         )
 
     def _read_sentences(self) -> tuple[ReadSentence, ...]:

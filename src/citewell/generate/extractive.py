@@ -32,11 +32,11 @@ from dataclasses import dataclass
 import anyio.to_thread
 
 from citewell.cite.evidence import is_heading
-from citewell.events import CitedSentence, Declined, Draft
+from citewell.events import CitedSentence, Declined, Draft, Remark
 from citewell.generate.answer_types import carries, expected_type
 from citewell.generate.overlap import QuestionTerms, sentence_overlaps
 from citewell.language import is_cjk
-from citewell.model import Agent, Evidence, PartReading
+from citewell.model import Agent, Conflict, Evidence, PartReading, Source
 
 __all__ = ["ExtractiveGenerator", "Features", "Weights", "sentence_features"]
 
@@ -151,16 +151,43 @@ class ExtractiveGenerator:
             chosen = self.choose(evidence, features, max_sources=agent.max_sources)
         if not chosen:
             return [Declined()]
+        conflicts = {
+            part.conflict.preferred - 1: part.conflict
+            for part in evidence.reading
+            if part.answered and part.conflict is not None
+        }
         drafts: list[Draft] = []
         previous = ""
+        said: set[int] = set()
+
+        def add(draft: Draft, text: str) -> None:
+            nonlocal previous
+            drafts.append(draft)
+            previous = text
+
         for index in chosen:
+            if index in said:
+                continue
+            conflict = conflicts.get(index)
+            if conflict is not None:
+                sides = (conflict.preferred - 1, conflict.other - 1)
+                for side, remark in zip(sides, disagreement(evidence, conflict), strict=True):
+                    add(Remark(_separator(previous, remark) + remark), remark)
+                    text = _flowing(evidence.sentences[side].text)
+                    spaced = " " + text if _spaced(remark) else text
+                    add(CitedSentence(text=spaced, evidence=(side + 1,)), text)
+                said.update(sides)
+                continue
             text = _flowing(evidence.sentences[index].text)
             # The engine joins drafts as they come: separate sentences as the language does.
-            separator = _separator(previous, text)
-            drafts.append(
-                CitedSentence(text=separator + text, evidence=(evidence.sentences[index].number,))
+            add(
+                CitedSentence(
+                    text=_separator(previous, text) + text,
+                    evidence=(evidence.sentences[index].number,),
+                ),
+                text,
             )
-            previous = text
+            said.add(index)
         return drafts
 
     def choose(
@@ -241,9 +268,12 @@ class ExtractiveGenerator:
         return chosen
 
     def _part_answer(self, evidence: Evidence, part: PartReading) -> int | None:
-        """The sentence that answers a part: word overlap's choice (its lexical judgement, on
+        """The sentence that answers a part: where sources disagree on it, the preferred side's
+        (the answer then states both); else word overlap's choice (its lexical judgement, on
         held-out articles more often right than the reader's own pick), else the reader's
         likeliest if it finds it likelier than not; None for neither."""
+        if part.conflict is not None:
+            return part.conflict.preferred - 1
         word = self._word_choice(evidence, part)
         if word is not None:
             return word
@@ -278,7 +308,7 @@ def _passage(evidence: Evidence, index: int) -> int:
 
 
 def _source_id(evidence: Evidence, index: int) -> str:
-    return evidence.passages[evidence.sentences[index].passage_index].source.id
+    return _source(evidence, index).id
 
 
 _CJK_CLOSERS = "。！？；：…」』）》”"
@@ -308,3 +338,46 @@ def _separator(previous: str, text: str) -> str:
     if before[-1] in _CJK_CLOSERS or is_cjk(before[-1]) or (text and is_cjk(text[0])):
         return ""
     return " "
+
+
+_DISAGREE = {
+    "en": ("The sources disagree.", "The sources disagree, and neither is dated after the other."),
+    "es": (
+        "Las fuentes no coinciden.",
+        "Las fuentes no coinciden, y ninguna tiene fecha posterior a la otra.",
+    ),
+    "zh": ("资料之间存在分歧。", "资料之间存在分歧，且没有哪一份的日期更晚。"),
+}
+_ACCORDING = {"en": "According to {name}:", "es": "Según {name}:", "zh": "据{name}："}
+
+
+def disagreement(evidence: Evidence, conflict: Conflict) -> tuple[str, str]:
+    """What introduces each side of a conflict, in the question's language: the first says the
+    sources disagree (and, when neither is dated after the other, that it cannot tell which is
+    current), then names its source; the second names its own."""
+    language = evidence.language if evidence.language in _DISAGREE else "en"
+    decided, undecided = _DISAGREE[language]
+    first, second = (
+        _ACCORDING[language].format(name=_named(_source(evidence, n - 1), language))
+        for n in (conflict.preferred, conflict.other)
+    )
+    lead = decided if conflict.decided else undecided
+    return f"{lead}{'' if language == 'zh' else ' '}{first}", second
+
+
+def _named(source: Source, language: str) -> str:
+    """A source as the answer names it: its title or file name, and its date where it has one."""
+    name = source.title or source.filename
+    if source.effective_date is None:
+        return name
+    date = source.effective_date.isoformat()
+    return f"{name}（{date}）" if language == "zh" else f"{name} ({date})"
+
+
+def _source(evidence: Evidence, index: int) -> Source:
+    return evidence.passages[evidence.sentences[index].passage_index].source
+
+
+def _spaced(remark: str) -> bool:
+    """Whether the sentence after a remark is set off by a space (not after Chinese)."""
+    return not is_cjk(remark[-1]) and remark[-1] not in _CJK_CLOSERS

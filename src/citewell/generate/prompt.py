@@ -25,6 +25,7 @@ __all__ = [
     "ReplyGate",
     "by_passage",
     "chat_prompt",
+    "conflict_rules",
     "document_rules",
     "numbered_evidence",
     "one_line",
@@ -129,9 +130,36 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def conflict_rules(evidence: Evidence) -> str:
+    """What the model is told of the sources that disagree on a part of the question (empty
+    when none do): both sides, to be stated and cited, the current one first."""
+    lines = []
+    for part in evidence.reading:
+        conflict = part.conflict
+        if conflict is None or not part.answered:
+            continue
+        first, second = (evidence.sentences[n - 1] for n in (conflict.preferred, conflict.other))
+        order = (
+            f"[{first.number}] is from the source dated later: state it first"
+            if conflict.decided
+            else "neither source is dated after the other: say you cannot tell which is current"
+        )
+        lines.append(
+            f'- On "{part.text}": [{first.number}] "{one_line(first.text)}" and '
+            f'[{second.number}] "{one_line(second.text)}" disagree ("{conflict.values[0]}" '
+            f'against "{conflict.values[1]}"); {order}.'
+        )
+    if not lines:
+        return ""
+    return (
+        "\n\nThe sources disagree. Say so in the answer, and state each side with its citation:\n"
+        + "\n".join(lines)
+    )
+
+
 def _rules(template: str, evidence: Evidence) -> str:
     language = _LANGUAGES.get(evidence.language or "", "the language of the question")
-    rules = template.format(language=language)
+    rules = template.format(language=language) + conflict_rules(evidence)
     if evidence.instructions and evidence.instructions.strip():
         rules += _CALLER.format(instructions=evidence.instructions.strip())
     return rules

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from citewell.events import AnswerEvent, ClaimDone, Completed, Retrieved, TextDelta
-from citewell.model import Answer, Passage, Source
+from citewell.model import Answer, ConflictSide, Passage, Source, conflict_sides
 from citewell.render.common import (
     Anchor,
     AnswerOptions,
@@ -184,7 +184,10 @@ class ResponseStream:
             results = None
             if self._options.include_results:
                 # Which sources the answer will cite is not known yet: no source_index here.
-                results = [_result(p, None, self._options) for p in event.passages]
+                sides = conflict_sides(event.conflicts)
+                results = [
+                    _result(p, None, sides.get(p.chunk.id), self._options) for p in event.passages
+                ]
             out += [
                 self._event(
                     "response.output_item.added",
@@ -356,10 +359,19 @@ def _results(answer: Answer, options: ResponseOptions) -> list[dict[str, Any]] |
     if not options.include_results or not shows_sources(answer, options):
         return None
     numbers = {s.source.id: s.source_index for s in answer.sources}
-    return [_result(p, numbers.get(p.source.id), options) for p in answer.passages]
+    sides = answer.conflict_sides()
+    return [
+        _result(p, numbers.get(p.source.id), sides.get(p.chunk.id), options)
+        for p in answer.passages
+    ]
 
 
-def _result(passage: Passage, source_index: int | None, options: ResponseOptions) -> dict[str, Any]:
+def _result(
+    passage: Passage,
+    source_index: int | None,
+    conflict_side: ConflictSide | None,
+    options: ResponseOptions,
+) -> dict[str, Any]:
     source = passage.source
     label, locator = passage_label(passage)
     excerpt = passage.sentences[0].text if passage.sentences else passage.chunk.text
@@ -377,6 +389,9 @@ def _result(passage: Passage, source_index: int | None, options: ResponseOptions
         "excerpt": excerpt,
         "preview": highlight,
         "media_id": page,
+        # A passage the answer states as one side of a disagreement between sources.
+        "conflict": True if conflict_side else None,
+        "conflict_side": conflict_side,
     }
     return {
         "file_id": source.id,

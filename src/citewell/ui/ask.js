@@ -6,6 +6,7 @@
 import { errorOf, fetchOrExplain, withKey } from "./api.js";
 import { AnswerView, pageName } from "./answer.js";
 import { element } from "./dom.js";
+import { conflictBadge } from "./panel.js";
 import { sseJson } from "./stream.js";
 import { plural } from "./text.js";
 
@@ -36,6 +37,7 @@ export class AskTab {
     );
     this.running = null; // the AbortController of the answer being streamed
     this.accessUrls = new Map(); // file_id -> signed link to the original, from the results
+    this.conflictSides = new Map(); // file_id -> "current", "older" or "undated", from the results
     root.querySelector("#ask-form").addEventListener("submit", (event) => {
       event.preventDefault();
       this.ask(this.question.value.trim());
@@ -69,6 +71,7 @@ export class AskTab {
     this.panel.close();
     this.view.clear();
     this.accessUrls.clear();
+    this.conflictSides.clear();
     this.answer.hidden = true;
     this.intro.hidden = false;
     this.error.hidden = true;
@@ -140,11 +143,14 @@ export class AskTab {
     }
   }
 
-  /** Links to the originals come with the search results, not with the citations. */
+  /** Links to the originals, and which side of a disagreement a source is on, come with the
+   * search results, not with the citations. */
   remember(results) {
     for (const result of results ?? []) {
       const link = result.attributes?.access_url;
       if (link) this.accessUrls.set(result.file_id, link);
+      const side = result.attributes?.conflict_side;
+      if (side) this.conflictSides.set(result.file_id, side);
     }
   }
 
@@ -186,7 +192,8 @@ export class AskTab {
         where ? `${annotation.filename}, ${where}` : annotation.filename,
       );
       button.addEventListener("click", () => this.openSource(annotation, button));
-      return element("li", { value: number }, button);
+      const side = this.conflictSides.get(annotation.file_id);
+      return element("li", { value: number }, button, ...(side ? [conflictBadge(side)] : []));
     });
     this.cited.querySelector("ol").replaceChildren(...items);
     this.cited.hidden = items.length === 0;
@@ -205,6 +212,7 @@ export class AskTab {
     this.panel.open(annotation, {
       opener: badge,
       accessUrl: this.accessUrls.get(annotation.file_id),
+      conflictSide: this.conflictSides.get(annotation.file_id),
     });
   }
 

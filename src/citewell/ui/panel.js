@@ -15,6 +15,7 @@ export class SourcePanel {
     this.sources = sources;
     this.title = root.querySelector("#source-title");
     this.where = root.querySelector("#source-where");
+    this.conflict = root.querySelector("#source-conflict");
     this.passage = root.querySelector("#source-passage");
     this.pages = root.querySelector("#source-pages");
     this.original = root.querySelector("#source-original");
@@ -31,12 +32,15 @@ export class SourcePanel {
     return !this.root.hidden;
   }
 
-  /** Show `annotation`; `accessUrl` opens the original (none when unknown). Focus moves into the
-   * panel, and goes back to `opener` when it closes. */
-  open(annotation, { opener, accessUrl }) {
+  /** Show `annotation`; `accessUrl` opens the original (none when unknown); `conflictSide`
+   * says which side of a disagreement between sources it is on (none when it is on none).
+   * Focus moves into the panel, and goes back to `opener` when it closes. */
+  open(annotation, { opener, accessUrl, conflictSide }) {
     this.shown = annotation;
     this.opener = opener;
     this.title.textContent = `Source ${annotation.source_index}: ${annotation.filename}`;
+    this.conflict.replaceChildren(...(conflictSide ? [conflictBadge(conflictSide)] : []));
+    this.conflict.hidden = !conflictSide;
     const page = pageName(annotation);
     this.where.textContent = page ? `Cited on ${page}` : "";
     this.where.hidden = !page;
@@ -141,4 +145,19 @@ function percent(fraction) {
 
 function capitalised(text) {
   return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
+const CONFLICT_SIDES = {
+  current: "Sources disagree: this one is current",
+  older: "Sources disagree: a later source says otherwise",
+  undated: "Sources disagree: neither is dated later",
+};
+
+/** The badge of a source on one side of a disagreement between sources. */
+export function conflictBadge(side) {
+  return element(
+    "span",
+    { class: `conflict-badge ${side}`, "data-conflict": side },
+    CONFLICT_SIDES[side] ?? "Sources disagree",
+  );
 }
