@@ -103,8 +103,12 @@ def test_one_source_repeating_itself_is_not_a_conflict() -> None:
     assert find_conflict(found, [1, 3]) is None
 
 
-def test_only_the_sentences_that_answer_the_part_are_compared() -> None:
+def test_a_conflict_starts_from_the_parts_answers_and_finds_its_other_side_anywhere() -> None:
     found = evidence(QUESTION, [HANDBOOK_2025, LEAFLET_2023])
-    # The gift-card sentences agree; the refund sentences are not among those read as answers.
+    # The gift-card sentences agree: a part they answer has no conflict, though the refund
+    # sentences beside them disagree.
     assert find_conflict(found, [2, 4]) is None
-    assert find_conflict(found, [1]) is None
+    # A part answered by the 2025 refund sentence alone: the leaflet's is found all the same.
+    assert find_conflict(found, [1]) == Conflict(
+        preferred=1, other=3, values=("30", "14"), decided=True
+    )

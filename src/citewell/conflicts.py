@@ -1,8 +1,8 @@
 """Sources that disagree: two sentences of different sources that say the same thing with a
 different value ("within 30 days" against "within 14 days").
 
-A conflict is found between the sentences that answer one part of the question, never across
-the whole evidence: two sources may give different figures for different things. Two sentences
+A conflict is anchored on a sentence that answers one part of the question, never found across
+the whole evidence alone: two sources may give different figures for different things. Two sentences
 conflict when they are the same sentence but for a few words (most of their words, in order, are
 shared), and what differs holds a value on both sides — a number, a date, a name: the wording
 of one sentence changed around the same words is not a disagreement, nor are two sources that
@@ -34,12 +34,14 @@ _VALUE = re.compile(r"\d|[\u3400-\u9fff]|(?<![\w'])[A-ZÁÉÍÓÚÑÜ]")
 values are not marked by case); or a number in words (``carries``)."""
 
 
-def find_conflict(evidence: Evidence, numbers: Sequence[int]) -> Conflict | None:
-    """The first conflict among the sentences ``numbers`` (a part's answers, best first): the
-    best-ranked pair of sentences of different sources that differ in a value."""
-    sentences = [evidence.sentences[n - 1] for n in numbers]
-    for i, first in enumerate(sentences):
-        for second in sentences[i + 1 :]:
+def find_conflict(evidence: Evidence, answers: Sequence[int]) -> Conflict | None:
+    """The first conflict of a part's best answers (evidence numbers, best first) with any
+    sentence of another source in the evidence: the same statement with another value. The
+    other side is looked for among all the evidence, not only among what was read as an answer:
+    a reader may find one version a much likelier answer than the other."""
+    for number in answers:
+        first = evidence.sentences[number - 1]
+        for second in evidence.sentences:
             a, b = _source(evidence, first), _source(evidence, second)
             if a.id == b.id:
                 continue  # a source repeating itself (or two versions of one) is not a conflict

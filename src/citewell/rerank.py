@@ -26,10 +26,9 @@ from citewell.read.lexical import LexicalReader
 
 __all__ = ["context_of", "question_parts", "read_evidence"]
 
-CONFLICT_READ = 3
-"""A part's best answers compared for a disagreement (those read at least half as likely to
-answer as the best): an outdated copy of the answering sentence reads about as well as the
-current one, so the two come out next to each other."""
+CONFLICT_READ = 2
+"""A part's best answers that another source may contradict (those read at least half as likely
+to answer as the best): each is compared with every sentence of the other sources."""
 
 
 def read_evidence(
@@ -67,10 +66,10 @@ def _read_part(
         ((s.number, float(score)) for s, score in zip(read, scores, strict=True)),
         key=lambda pair: (-pair[1], pair[0]),
     )
-    # Sources that disagree give the part's best answer in two versions, read about as well.
+    # Sources that disagree give the part's answer in two versions.
     best = answers[0][1] if answers else 0.0
-    rivals = [n for n, score in answers[:CONFLICT_READ] if score > 0 and score >= best / 2]
-    conflict = find_conflict(evidence, rivals)
+    anchors = [n for n, score in answers[:CONFLICT_READ] if score > 0 and score >= best / 2]
+    conflict = find_conflict(evidence, anchors)
     return PartReading(part, answerable, answerable >= threshold, tuple(answers), conflict)
 
 

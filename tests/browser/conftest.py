@@ -13,7 +13,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,20 +98,28 @@ def local_model() -> Iterator[LlamaServer | None]:
 def server(
     tmp_path_factory: pytest.TempPathFactory, local_model: LlamaServer | None
 ) -> Iterator[Server]:
-    folder = tmp_path_factory.mktemp("ui-server")
-    port, log = free_port(), folder / "server.log"
-    url = f"http://127.0.0.1:{port}"
-    script = Path(__file__).with_name("ui_server.py")
-    env = {**os.environ, "CITEWELL_ADMIN_KEY": ADMIN}
+    env = {}
     if local_model is not None:
         env["CITEWELL_GENERATE__OPENAI__BASE_URL"] = local_model.base_url
         env["CITEWELL_GENERATE__OPENAI__MODEL"] = local_model.model
+    with ui_server(tmp_path_factory.mktemp("ui-server"), env) as started:
+        yield started
+
+
+@contextmanager
+def ui_server(folder: Path, env: Mapping[str, str]) -> Iterator[Server]:
+    """``ui_server.py`` on a fresh data folder in ``folder``, with ``env`` over this process's
+    environment and the operator key; stopped at the end."""
+    port, log = free_port(), folder / "server.log"
+    url = f"http://127.0.0.1:{port}"
+    script = Path(__file__).with_name("ui_server.py")
+    environment = {**os.environ, "CITEWELL_ADMIN_KEY": ADMIN, **env}
     with log.open("w") as sink:
         process = subprocess.Popen(
             [sys.executable, str(script), str(folder / "data"), str(port)],
             stdout=sink,
             stderr=subprocess.STDOUT,
-            env=env,
+            env=environment,
         )
     try:
         wait_healthy(url, process, log)

@@ -25,6 +25,9 @@ COUNTS = {
     "multipart": (3 * 179, 3 * 179, 45),
     "scifact": (807, 505, 5183),
     "rgb": (78 + 24 + 78, 78 + 24, 4530),
+    # Planted (XQuAD 3 rounds of 15 per language but 15 + 15 + 15 in es, SQuAD 2.0 3 of 6, RGB
+    # 27 + 27), then XQuAD's ordinary questions.
+    "conflicts": (90 + 45 + 72 + 3 * 366, 90 + 45 + 72 + 3 * 366, 459),
 }
 
 
@@ -43,6 +46,46 @@ def test_loader_reads_every_question_and_every_gold_range_indexes_its_document(
             text = data.text(case.bucket, evidence.filename)
             assert text[evidence.start : evidence.end] == evidence.text
         assert all((case.bucket, f) in data.documents for f in case.documents)
+
+
+def test_a_planted_older_copy_differs_from_its_article_only_where_the_answer_was(
+    evaldata: Path,
+) -> None:
+    data = read(evaldata, "conflicts")
+    planted = [c for c in data.cases if c.conflict and c.bucket.startswith("conflicts-xquad")]
+    assert {c.language for c in planted} == {"en", "es", "zh"}
+    for case in planted:
+        current, older = case.conflict or ("", "")
+        article, copy = data.documents[(case.bucket, current)], data.documents[(case.bucket, older)]
+        assert (article.effective_date, copy.effective_date) == ("2024-01-01", "2021-01-01")
+        gold, replaced = case.evidence[0], case.evidence[-1]
+        assert replaced.filename == older and gold.text != replaced.text
+        # The copy is the gold paragraph with the other value where the answer stood.
+        before, after = copy.text[: replaced.start], copy.text[replaced.end :]
+        assert f"{before}{gold.text}{after}" in article.text
+    # One planted question per article in each bucket: no other copy contradicts the article.
+    buckets = [(c.bucket, c.documents[0]) for c in planted]
+    assert len(buckets) == len(set(buckets))
+
+
+def test_rgb_counterfactuals_are_a_current_and_an_older_document(evaldata: Path) -> None:
+    data = read(evaldata, "conflicts")
+    case = next(c for c in data.cases if c.id == "rgb-en-fact-6")
+    current, older = (data.documents[(case.bucket, name)] for name in case.conflict or ())
+    assert case.answers == ("Ashleigh Barty",)
+    assert "Ashleigh Barty defeated Karolína Plíšková" in current.text
+    assert "Simona Halep defeated Karolína Plíšková" in older.text
+    assert (current.effective_date, older.effective_date) == ("2024-01-01", "2021-01-01")
+
+
+def test_a_limited_conflicts_run_has_planted_and_ordinary_questions_in_each_language(
+    evaldata: Path,
+) -> None:
+    data = read(evaldata, "conflicts").select(limit=4)
+    for language in ("en", "es", "zh"):
+        cases = [c for c in data.cases if c.language == language]
+        assert len(cases) == 4
+        assert any(c.conflict for c in cases) and any(c.conflict is None for c in cases)
 
 
 def test_xquad_keeps_each_language_in_its_own_bucket(evaldata: Path) -> None:

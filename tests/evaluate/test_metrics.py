@@ -138,3 +138,34 @@ def test_a_question_in_two_parts_is_complete_only_when_both_are_cited() -> None:
     assert got["every_part_cited"].value == pytest.approx(1 / 3)
     assert got["every_part_cited"].n == 3
     assert figures([(case("x", evidence=GOLD), both)], [])["every_part_cited"].n == 0
+
+
+def test_a_disagreement_is_flagged_when_both_its_sides_are_marked() -> None:
+    planted = Case(
+        id="planted",
+        language="en",
+        question="?",
+        answers=("30",),
+        evidence=(Evidence("new.txt", 0, 2, "30"), Evidence("old.txt", 0, 2, "14")),
+        answerable=True,
+        bucket="b",
+        documents=("new.txt", "old.txt"),
+        conflict=("new.txt", "old.txt"),
+    )
+    both = (("new.txt", "current"), ("old.txt", "older"))
+    current_first = (cite(0, 2, (0, 5), "new.txt"), cite(0, 2, (6, 9), "old.txt"))
+    older_first = tuple(reversed(current_first))
+    pairs = [
+        (planted, Outcome("30 14", current_first, False, (), 1.0, conflict_sides=both)),
+        (planted, Outcome("14 30", older_first, False, (), 1.0, conflict_sides=both)),
+        (planted, Outcome("30", current_first[:1], False, (), 1.0, conflict_sides=both[:1])),
+        # An ordinary question: a disagreement claimed there is a false one.
+        (case("plain", evidence=GOLD), Outcome("Paris", (), False, (), 1.0, conflict_sides=both)),
+        (case("other", evidence=GOLD), Outcome("Paris", (), False, (), 1.0, conflict_sides=())),
+        # A surface that shows no results says nothing of disagreements.
+        (planted, Outcome("30", current_first, False, None, 1.0)),
+    ]
+    result = figures(pairs, [REFUSAL])
+    assert result["conflict_flagged"].value == pytest.approx(2 / 3)
+    assert result["current_cited_first"].value == pytest.approx(2 / 3)
+    assert result["false_conflict"].value == 0.5 and result["false_conflict"].n == 2

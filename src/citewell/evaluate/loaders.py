@@ -14,6 +14,7 @@ other splits of the same data set) and a split name, which picks the files of th
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -24,6 +25,7 @@ from typing import Any
 __all__ = [
     "LOADERS",
     "Case",
+    "load_conflicts",
     "DataSet",
     "Document",
     "Evidence",
@@ -71,6 +73,9 @@ class Case:
     parts: tuple[tuple[Evidence, ...], ...] = ()
     """For a question asked in several parts, each part's gold evidence: a complete answer cites
     some of each. Empty for a question of one part."""
+    conflict: tuple[str, str] | None = None
+    """(current, older) file names of two documents that answer it differently, the current
+    dated later; None where its sources agree (a disagreement claimed there is a false one)."""
 
 
 _DROPPED = frozenset("\x00\ufeff")
@@ -136,6 +141,8 @@ class Document:
     filename: str
     text: str
     bucket: str
+    effective_date: str | None = None
+    """``YYYY-MM-DD``, sent with the upload: from when the document applies."""
 
 
 @dataclass
@@ -533,8 +540,173 @@ def _flatten(value: Any) -> list[str]:
     return [s for item in value for s in _flatten(item)]
 
 
+# Sources that disagree --------------------------------------------------------------------------
+CURRENT, OLDER = "2024-01-01", "2021-01-01"
+"""The effective dates of the current and the older side of a planted disagreement."""
+
+
+def load_conflicts(folder: Path, split: str) -> DataSet:
+    """Questions whose sources disagree, and ordinary ones, from the evaluation data's folder.
+
+    - XQuAD (en/es/zh) and SQuAD 2.0: each article dated ``CURRENT``, and beside it, for the
+      first answerable question of the article whose answer is a value (a number, a date, a
+      name; any Chinese answer), an older copy of its paragraph (dated ``OLDER``) in which the
+      answer is another value of the same kind from the article (another question's answer,
+      asking for the same kind: a date for a date, a name for a name, digits for digits).
+    - RGB's counterfactual sets (``en_fact``, ``zh_fact``; measurement only): each query's
+      ``positive`` snippets as the current document, its ``positive_wrong`` (the same snippets
+      with a wrong answer) as the older one.
+    - Ordinary XQuAD questions, over the articles alone: a disagreement claimed there is false.
+
+    The cases of each language are interleaved (planted, ordinary, ...), so a limited run has
+    some of each."""
+    data = DataSet("conflicts")
+    queues: dict[str, list[list[Case]]] = {}
+    for language in ("en", "es", "zh"):
+        path = folder / "xquad" / f"xquad.{language}.json"
+        if path.exists():
+            queues.setdefault(language, []).append(
+                _planted(path, language, f"conflicts-xquad-{language}", data)
+            )
+            ordinary = squad_format(path, language, bucket=f"xquad-{language}", data=data)
+            queues[language].append([c for c in ordinary.cases if c.bucket == f"xquad-{language}"])
+    squad = sorted((folder / "squad_v2_dev_half").glob(f"{split}-v2.0*.json"))
+    if squad:
+        queues.setdefault("en", []).append(_planted(squad[0], "en", "conflicts-squad2", data))
+    for language in ("en", "zh"):
+        path = folder / "rgb" / f"{language}_fact.json"
+        if path.exists():
+            queues.setdefault(language, []).append(_counterfactual(path, language, data))
+    data.cases = [c for cases in queues.values() for c in _interleaved(cases)]
+    return data
+
+
+def _planted(path: Path, language: str, bucket: str, data: DataSet) -> list[Case]:
+    """The articles of a SQuAD-format file, dated ``CURRENT``, each with an older copy of one
+    paragraph that holds another answer, in ``ROUNDS`` buckets (``bucket-1``…): round k plants
+    the k-th question of each article that can be planted, so that each question's disagreement
+    is the only one its article has in its bucket."""
+    from citewell.generate.answer_types import expected_type  # what kind of value is asked
+
+    articles = squad_format(path, language, bucket=bucket)
+    by_id = {c.id: c for c in articles.cases}
+    rounds: list[list[Case]] = [[] for _ in range(ROUNDS)]
+    for number, article in enumerate(_read_json(path)["data"]):
+        asked = [
+            (qa, paragraph["context"])
+            for paragraph in article["paragraphs"]
+            for qa in paragraph["qas"]
+            if not qa.get("is_impossible", False) and qa["answers"]
+        ]
+        values = [(expected_type(qa["question"]), qa["answers"][0]["text"]) for qa, _ in asked]
+        planted = 0
+        for index, (qa, context) in enumerate(asked):
+            answer = qa["answers"][0]
+            case = by_id.get(str(qa["id"]))
+            if planted == ROUNDS or case is None or not case.evidence:
+                continue
+            if not any(_shape(answer["text"])):
+                continue  # not a value (a number, a date, a name): a rewording, not a conflict
+            if context[answer["answer_start"] :].find(answer["text"]) != 0:
+                continue
+            kind = values[index][0]
+            other = next(
+                (
+                    value
+                    for k, value in values[index + 1 :] + values[:index]
+                    if k == kind
+                    and _shape(value) == _shape(answer["text"])
+                    and value.casefold() != answer["text"].casefold()
+                    and value not in context
+                ),
+                None,
+            )
+            if other is None:
+                continue
+            planted += 1
+            round_bucket = f"{bucket}-{planted}"
+            start = answer["answer_start"]
+            copy = context[:start] + other + context[start + len(answer["text"]) :]
+            copy = copy.removeprefix("\ufeff").strip()  # as the text parser keeps it
+            older = f"older-{number:02d}-{qa['id']}.txt"
+            data.add(Document(older, copy, round_bucket, effective_date=OLDER))
+            current = articles.documents[(bucket, case.documents[0])]
+            data.add(replace(current, bucket=round_bucket, effective_date=CURRENT))
+            at = copy.find(other)
+            rounds[planted - 1].append(
+                replace(
+                    case,
+                    id=f"{round_bucket}-{qa['id']}",
+                    bucket=round_bucket,
+                    evidence=(*case.evidence, Evidence(older, at, at + len(other), other)),
+                    documents=(*case.documents, older),
+                    conflict=(case.documents[0], older),
+                )
+            )
+    return [case for cases in rounds for case in cases]
+
+
+ROUNDS = 3
+"""Planted questions per article (each round a bucket of its own, holding every article)."""
+
+
+def _shape(value: str) -> tuple[bool, bool, bool]:
+    """What makes two values of a kind: digits or none, a capital or none, Chinese or none."""
+    return (
+        any(c.isdigit() for c in value),
+        value[:1].isupper(),
+        any("\u3400" <= c <= "\u9fff" for c in value),
+    )
+
+
+def _counterfactual(path: Path, language: str, data: DataSet) -> list[Case]:
+    """RGB's counterfactual queries: the true snippets dated ``CURRENT``, the altered ones
+    ``OLDER``, each set one document."""
+    bucket = f"conflicts-rgb-{language}"
+    cases = []
+    for record in _read_jsonl(path):
+        current = "\n\n".join(_flatten(record["positive"]))
+        older = "\n\n".join(_flatten(record["positive_wrong"]))
+        names = (f"rgb-{record['id']}-current.txt", f"rgb-{record['id']}-older.txt")
+        data.add(Document(names[0], current, bucket, effective_date=CURRENT))
+        data.add(Document(names[1], older, bucket, effective_date=OLDER))
+        answers = tuple(_flatten(record["answer"]))
+        fakes = _flatten(record.get("fakeanswer", ""))
+        evidence = [
+            e
+            for name, text, value in (
+                (names[0], current, answers[0] if answers else ""),
+                (names[1], older, fakes[0] if fakes else ""),
+            )
+            if (e := _evidence(name, text, value)) is not None
+        ]
+        cases.append(
+            Case(
+                id=f"rgb-{language}-fact-{record['id']}",
+                language=language,
+                question=record["query"],
+                answers=answers,
+                evidence=tuple(evidence),
+                answerable=True,
+                bucket=bucket,
+                documents=names,
+                conflict=names,
+            )
+        )
+    return cases
+
+
+def _interleaved(lists: list[list[Case]]) -> list[Case]:
+    """One of each list in turn, until all are spent."""
+    out: list[Case] = []
+    for row in itertools.zip_longest(*lists):
+        out.extend(c for c in row if c is not None)
+    return out
+
+
 LOADERS: dict[str, tuple[str, Callable[[Path, str], DataSet]]] = {
     "clapnq": ("clapnq", load_clapnq),
+    "conflicts": ("", load_conflicts),
     "cmrc2018": ("cmrc2018", load_cmrc2018),
     "drcd": ("drcd", load_drcd),
     "hotpotqa": ("hotpotqa", load_hotpotqa),

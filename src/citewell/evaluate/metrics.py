@@ -93,6 +93,9 @@ class Outcome:
     """(file name, passage text) of each retrieved result; None if the surface shows none."""
     ms: float
     error: str | None = None
+    conflict_sides: tuple[tuple[str, str], ...] | None = None
+    """(file name, side) of each retrieved result on one side of a disagreement between sources
+    (``current``, ``older``, ``undated``); None if the surface shows no results."""
 
 
 def supported(case: Case, cited: Cited) -> bool:
@@ -207,6 +210,29 @@ def figures(pairs: Sequence[tuple[Case, Outcome]], refusals: Sequence[str]) -> d
         "every_part_cited": wilson(
             sum(not o.declined and _every_part_cited(c, o) for c, o in in_parts), len(in_parts)
         ),
+        **_conflict_figures(pairs),
+    }
+
+
+def _conflict_figures(pairs: Sequence[tuple[Case, Outcome]]) -> dict[str, Figure]:
+    """Of the questions whose sources disagree: the disagreement flagged on both of its
+    documents, and the current one cited first; of the others, a disagreement claimed."""
+    shown = [(c, o) for c, o in pairs if o.error is None and o.conflict_sides is not None]
+    planted = [(c, o) for c, o in shown if c.conflict is not None]
+    ordinary = [(c, o) for c, o in shown if c.conflict is None and c.answerable]
+
+    def flagged(case: Case, outcome: Outcome) -> bool:
+        assert case.conflict is not None and outcome.conflict_sides is not None
+        return set(case.conflict) <= {name for name, _ in outcome.conflict_sides}
+
+    def current_first(case: Case, outcome: Outcome) -> bool:
+        assert case.conflict is not None
+        return bool(outcome.citations) and outcome.citations[0].filename == case.conflict[0]
+
+    return {
+        "conflict_flagged": wilson(sum(flagged(c, o) for c, o in planted), len(planted)),
+        "current_cited_first": wilson(sum(current_first(c, o) for c, o in planted), len(planted)),
+        "false_conflict": wilson(sum(bool(o.conflict_sides) for _, o in ordinary), len(ordinary)),
     }
 
 
@@ -224,4 +250,7 @@ FIGURES = (
     "contains_gold",
     "token_f1",
     "every_part_cited",
+    "conflict_flagged",
+    "current_cited_first",
+    "false_conflict",
 )

@@ -130,7 +130,8 @@ def ingest(
             buckets[slug] = response.json()["id"]
         for done, ((slug, filename), document) in enumerate(sorted(data.documents.items())):
             files = {"file": (filename, uploadable(document.text).encode(), "text/plain")}
-            response = client.post(f"/v1/buckets/{slug}/sources", files=files)
+            dated = {"effective_date": document.effective_date} if document.effective_date else {}
+            response = client.post(f"/v1/buckets/{slug}/sources", files=files, data=dated)
             response.raise_for_status()
             source = response.json()["source"]
             text = client.get(f"/v1/sources/{source['id']}/text").raise_for_status().json()["text"]
@@ -173,9 +174,14 @@ def _responses(base: str, api_key: str, buckets: Mapping[str, str], model: str) 
         ms = (time.perf_counter() - started) * 1000
         text, citations = "", []
         retrieved: list[tuple[str, str]] = []
+        sides: list[tuple[str, str]] = []
         for item in response.output:
             if item.type == "file_search_call":
-                retrieved.extend((r.filename or "", r.text or "") for r in item.results or [])
+                for result in item.results or []:
+                    retrieved.append((result.filename or "", result.text or ""))
+                    side = (result.attributes or {}).get("conflict_side")
+                    if isinstance(side, str):
+                        sides.append((result.filename or "", side))
             if item.type != "message":
                 continue
             for part in item.content:
@@ -197,7 +203,14 @@ def _responses(base: str, api_key: str, buckets: Mapping[str, str], model: str) 
                             cited_text=extra.get("cited_text") or "",
                         )
                     )
-        return Outcome(text, tuple(citations), _declined(text), tuple(retrieved), ms)
+        return Outcome(
+            text,
+            tuple(citations),
+            _declined(text),
+            tuple(retrieved),
+            ms,
+            conflict_sides=tuple(sides),
+        )
 
     return ask
 
