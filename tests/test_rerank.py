@@ -120,6 +120,8 @@ def test_a_part_two_dated_sources_answer_differently_carries_their_conflict() ->
     assert sentence[conflict.preferred] == "Every frame carries a two-year warranty."
     assert sentence[conflict.other] == "Every frame carries a three-year warranty."
     assert conflict.values == ("two", "three")
+    unread = read_evidence(asked, LexicalReader(), candidates=3, threshold=0.5, conflicts=False)
+    assert [part.conflict for part in unread.reading] == [None, None]
 
 
 def test_evidence_of_headings_only_is_left_unread() -> None:

@@ -170,6 +170,11 @@ class ReadSettings(_Group):
         description="Evidence sentences the reader reads for each part of a question: those word "
         "overlap ranks highest. Each costs one pass of the network (docs/reader.md, latency).",
     )
+    conflicts: bool = Field(
+        default=True,
+        description="Whether reading looks for sources that disagree on a part of the question "
+        "(the same statement with another value; docs/api.md, 'Sources that disagree').",
+    )
 
 
 class OpenAICompatibleSettings(_Group):

@@ -328,6 +328,7 @@ class Engine:
             evidence,
             self.reader,
             candidates=self.library.settings.read.candidates,
+            conflicts=self.library.settings.read.conflicts,
             threshold=(
                 self.reader.answerable_threshold
                 if agent.answerable_threshold is None

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from citewell.cite.evidence import build_evidence, is_heading
 from citewell.conflicts import find_conflict
 from citewell.language import is_cjk
-from citewell.model import Evidence, EvidenceSentence, PartReading
+from citewell.model import Conflict, Evidence, EvidenceSentence, PartReading
 from citewell.read import Reader
 from citewell.read.lexical import LexicalReader
 
@@ -32,10 +32,16 @@ to answer as the best): each is compared with every sentence of the other source
 
 
 def read_evidence(
-    evidence: Evidence, reader: Reader, *, candidates: int, threshold: float
+    evidence: Evidence,
+    reader: Reader,
+    *,
+    candidates: int,
+    threshold: float,
+    conflicts: bool = True,
 ) -> Evidence:
     """The evidence with the reader's ``reading`` of each question part, its passages reordered
-    by the best score any of their sentences got (retrieval order among equals)."""
+    by the best score any of their sentences got (retrieval order among equals); with
+    ``conflicts``, each part's disagreement between sources, if any."""
     readable = [s for s in evidence.sentences if not is_heading(evidence, s)]
     if not readable:
         return evidence
@@ -43,6 +49,11 @@ def read_evidence(
         _read_part(part, readable, evidence, reader, candidates=candidates, threshold=threshold)
         for part in question_parts(evidence.question)
     ]
+    if conflicts:
+        readings = [
+            dataclasses.replace(reading, conflict=_conflict(evidence, reading))
+            for reading in readings
+        ]
     return _reordered(evidence, readings)
 
 
@@ -66,11 +77,14 @@ def _read_part(
         ((s.number, float(score)) for s, score in zip(read, scores, strict=True)),
         key=lambda pair: (-pair[1], pair[0]),
     )
-    # Sources that disagree give the part's answer in two versions.
-    best = answers[0][1] if answers else 0.0
-    anchors = [n for n, score in answers[:CONFLICT_READ] if score > 0 and score >= best / 2]
-    conflict = find_conflict(evidence, anchors)
-    return PartReading(part, answerable, answerable >= threshold, tuple(answers), conflict)
+    return PartReading(part, answerable, answerable >= threshold, tuple(answers))
+
+
+def _conflict(evidence: Evidence, reading: PartReading) -> Conflict | None:
+    """Where sources disagree on the part: its best answers, each in another source's version."""
+    best = reading.answers[0][1] if reading.answers else 0.0
+    anchors = [n for n, score in reading.answers[:CONFLICT_READ] if score > 0 and score >= best / 2]
+    return find_conflict(evidence, anchors)
 
 
 def context_of(evidence: Evidence, sentence: EvidenceSentence) -> str:
