@@ -549,8 +549,8 @@ def load_conflicts(folder: Path, split: str) -> DataSet:
     """Questions whose sources disagree, and ordinary ones, from the evaluation data's folder.
 
     - XQuAD (en/es/zh) and SQuAD 2.0: each article dated ``CURRENT``, and beside it, for the
-      first answerable question of the article whose answer is a value (a number, a date, a
-      name; any Chinese answer), an older copy of its paragraph (dated ``OLDER``) in which the
+      first answerable questions of the article whose answer is a value (``_value``: a short
+      number, date or name), an older copy of its paragraph (dated ``OLDER``) in which the
       answer is another value of the same kind from the article (another question's answer,
       asking for the same kind: a date for a date, a name for a name, digits for digits).
     - RGB's counterfactual sets (``en_fact``, ``zh_fact``; measurement only): each query's
@@ -605,8 +605,8 @@ def _planted(path: Path, language: str, bucket: str, data: DataSet) -> list[Case
             case = by_id.get(str(qa["id"]))
             if planted == ROUNDS or case is None or not case.evidence:
                 continue
-            if not any(_shape(answer["text"])):
-                continue  # not a value (a number, a date, a name): a rewording, not a conflict
+            if not _value(answer["text"]):
+                continue  # not a value (a number, a date, a name): a clause, not a conflict
             if context[answer["answer_start"] :].find(answer["text"]) != 0:
                 continue
             kind = values[index][0]
@@ -615,6 +615,7 @@ def _planted(path: Path, language: str, bucket: str, data: DataSet) -> list[Case
                     value
                     for k, value in values[index + 1 :] + values[:index]
                     if k == kind
+                    and _value(value)
                     and _shape(value) == _shape(answer["text"])
                     and value.casefold() != answer["text"].casefold()
                     and value not in context
@@ -648,6 +649,13 @@ def _planted(path: Path, language: str, bucket: str, data: DataSet) -> list[Case
 
 ROUNDS = 3
 """Planted questions per article (each round a bucket of its own, holding every article)."""
+
+
+def _value(text: str) -> bool:
+    """Whether an answer is a value: short (at most 5 words, or 10 Chinese characters) and a
+    number, a date or a name (digits, a capital, or Chinese)."""
+    short = len(text) <= 10 if _shape(text)[2] else len(text.split()) <= 5
+    return short and any(_shape(text))
 
 
 def _shape(value: str) -> tuple[bool, bool, bool]:
