@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from difflib import SequenceMatcher
 
 from citewell.generate.answer_types import AnswerType, carries
-from citewell.model import Conflict, Evidence, EvidenceSentence, PartConflict, Source
+from citewell.model import Conflict, Evidence, EvidenceSentence, Source
 
-__all__ = ["differing_values", "find_conflict", "located"]
+__all__ = ["differing_values", "find_conflict"]
 
 SHARED = 0.6
 """Least share of their words two sentences hold in common, in order, to be one statement."""
@@ -52,18 +52,6 @@ def find_conflict(evidence: Evidence, answers: Sequence[int]) -> Conflict | None
                 return Conflict(second.number, first.number, (values[1], values[0]), True)
             return Conflict(first.number, second.number, values, _dated_after(a, b))
     return None
-
-
-def located(evidence: Evidence, conflict: Conflict) -> PartConflict:
-    """The conflict as chunks and ranges of their sources, as traces and renderers name it."""
-    preferred, other = (evidence.sentences[n - 1] for n in (conflict.preferred, conflict.other))
-    return PartConflict(
-        preferred_chunk_id=evidence.passages[preferred.passage_index].chunk.id,
-        preferred_span=preferred.span,
-        other_chunk_id=evidence.passages[other.passage_index].chunk.id,
-        other_span=other.span,
-        decided=conflict.decided,
-    )
 
 
 def differing_values(first: str, second: str) -> tuple[str, str] | None:

@@ -31,7 +31,6 @@ from citewell.cite.evidence import build_evidence, distinct_passages
 from citewell.cite.pages import PageCache
 from citewell.cite.verify import Verifier
 from citewell.cite.writer import AnswerWriter
-from citewell.conflicts import located
 from citewell.errors import Conflict, InvalidRequest, NotFound
 from citewell.events import AnswerEvent, Completed, Declined, Draft, Question, Retrieved
 from citewell.generate.base import Generator, Queued
@@ -44,6 +43,7 @@ from citewell.model import (
     CompoundFilter,
     Evidence,
     Filter,
+    PartConflict,
     Passage,
     Principal,
     SearchRequest,
@@ -267,7 +267,9 @@ class Engine:
             )
         )
         read_at = time.perf_counter()
-        conflicts = tuple(located(evidence, p.conflict) for p in evidence.reading if p.conflict)
+        conflicts = tuple(
+            PartConflict.located(evidence, p.conflict) for p in evidence.reading if p.conflict
+        )
         yield Retrieved(evidence.passages, question.text, conflicts)
         pages = self._pages(question, passages)
         attribution = Attribution(evidence, agent, self._verifier(agent), pages)

@@ -615,6 +615,18 @@ class PartConflict(_Model):
         "effective_date), or neither source is dated after the other."
     )
 
+    @classmethod
+    def located(cls, evidence: Evidence, conflict: Conflict) -> PartConflict:
+        """The ``conflict`` between two sentences of ``evidence``, as chunks and ranges."""
+        preferred, other = (evidence.sentences[n - 1] for n in (conflict.preferred, conflict.other))
+        return cls(
+            preferred_chunk_id=evidence.passages[preferred.passage_index].chunk.id,
+            preferred_span=preferred.span,
+            other_chunk_id=evidence.passages[other.passage_index].chunk.id,
+            other_span=other.span,
+            decided=conflict.decided,
+        )
+
 
 class QuestionPart(_Model):
     """One thing the question asks ("How much is it, and when is it open?" asks two), in the

@@ -17,7 +17,6 @@ import anyio.to_thread
 
 from citewell.cite.attribute import Attribution
 from citewell.cite.markers import MarkerStream
-from citewell.conflicts import located
 from citewell.events import (
     AnswerEvent,
     CitedSentence,
@@ -36,6 +35,7 @@ from citewell.model import (
     Claim,
     Evidence,
     GroundingState,
+    PartConflict,
     QuestionPart,
     ReadSentence,
     Span,
@@ -208,7 +208,9 @@ class AnswerWriter:
                         answerable=round(part.answerable, 4),
                         answered=part.answered,
                         conflict=(
-                            None if part.conflict is None else located(self.evidence, part.conflict)
+                            None
+                            if part.conflict is None
+                            else PartConflict.located(self.evidence, part.conflict)
                         ),
                     )
                     for part in self.evidence.reading
