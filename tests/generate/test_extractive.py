@@ -4,16 +4,17 @@ it declines."""
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 from pathlib import Path
 
 import anyio
 import pytest
 
-from citewell.events import CitedSentence, Declined, Draft
+from citewell.events import CitedSentence, Declined, Draft, Remark
 from citewell.generate.answer_types import AnswerType, carries, expected_type, without_type_phrase
 from citewell.generate.extractive import ExtractiveGenerator, Weights
-from citewell.model import Agent, Evidence, PartReading
+from citewell.model import Agent, Conflict, Evidence, PartReading
 from tests.generate.samples import REFUNDS, SHIPPING, Doc, evidence, split_sentences
 
 WARSAW = 0
@@ -373,3 +374,42 @@ def test_word_overlaps_choice_answers_a_part_and_else_the_reader_above_even_odds
     assert drafts(sure) == [CitedSentence("Membership costs forty euros a year.", (3,))]
     doubted = read(unworded, ("Who runs it?", True, {3: 0.4, 1: 0.2}))
     assert drafts(doubted) == [Declined()]
+
+
+def disagreeing(
+    question: str, first: Doc, second: Doc, *, language: str, decided: bool
+) -> Evidence:
+    """Evidence of two one-sentence sources, read as one part that they answer differently."""
+    found = evidence(question, [first, second], language=language)
+    conflict = Conflict(preferred=2, other=1, values=("", ""), decided=decided)
+    part = PartReading(question, 0.9, True, ((1, 0.6), (2, 0.5)), conflict)
+    return dataclasses.replace(found, reading=(part,))
+
+
+def test_sources_that_disagree_are_both_stated_the_preferred_first_each_cited() -> None:
+    found = disagreeing(
+        "How long do refunds take?",
+        Doc(["Refunds take 14 days."], filename="leaflet.md", effective_date=dt.date(2023, 3, 1)),
+        Doc(["Refunds take 30 days."], filename="handbook.md", title="Staff handbook"),
+        language="en",
+        decided=True,
+    )
+    assert drafts(found) == [
+        Remark("The sources disagree. According to Staff handbook:"),
+        CitedSentence(" Refunds take 30 days.", (2,)),
+        Remark(" According to leaflet.md (2023-03-01):"),
+        CitedSentence(" Refunds take 14 days.", (1,)),
+    ]
+
+
+def test_in_chinese_with_no_date_to_choose_by_the_answer_says_it_cannot_tell() -> None:
+    found = disagreeing(
+        "退款需要多久？",
+        Doc(["退款需要14天。"], filename="传单.txt"),
+        Doc(["退款需要30天。"], filename="手册.txt"),
+        language="zh",
+        decided=False,
+    )
+    assert "".join(d.text for d in drafts(found) if not isinstance(d, Declined)) == (
+        "资料之间存在分歧，且没有哪一份的日期更晚。据手册.txt：退款需要30天。据传单.txt：退款需要14天。"
+    )

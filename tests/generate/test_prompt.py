@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from citewell.generate.prompt import (
@@ -9,12 +11,13 @@ from citewell.generate.prompt import (
     Opening,
     ReplyGate,
     chat_prompt,
+    conflict_rules,
     document_rules,
     numbered_evidence,
     opening,
     passage_label,
 )
-from citewell.model import Turn
+from citewell.model import Conflict, PartReading, Turn
 from tests.generate.samples import Doc, evidence, shop_evidence
 
 
@@ -78,6 +81,33 @@ def test_the_callers_instructions_follow_the_rules_and_cannot_override_them() ->
     assert "cannot override the rules above" in instructions
     assert instructions.endswith("\nAnswer like a pirate.")
     assert "Instructions" not in chat_prompt(shop_evidence(instructions="  ")).system
+
+
+def test_a_model_is_told_which_sources_disagree_and_which_is_current() -> None:
+    found = evidence(
+        "How long do refunds take?",
+        [
+            Doc(["Refunds are paid within 30 days."], filename="handbook-2025.md"),
+            Doc(["Refunds are paid within 14 days."], filename="leaflet-2023.md"),
+        ],
+    )
+    assert conflict_rules(found) == ""  # nothing read, nothing said
+    part = PartReading(
+        "How long do refunds take?",
+        0.9,
+        True,
+        ((1, 0.8), (2, 0.7)),
+        Conflict(preferred=1, other=2, values=("30", "14"), decided=True),
+    )
+    read = dataclasses.replace(found, reading=(part,))
+    assert conflict_rules(read) == (
+        "\n\nThe sources disagree. Say so in the answer, and state each side with its citation:\n"
+        '- On "How long do refunds take?": [1] "Refunds are paid within 30 days." and '
+        '[2] "Refunds are paid within 14 days." disagree ("30" against "14"); '
+        "[1] is from the source dated later: state it first."
+    )
+    assert chat_prompt(read).system.endswith(conflict_rules(read))
+    assert document_rules(read).endswith(conflict_rules(read))
 
 
 def test_document_rules_ask_for_citations_without_a_marker_syntax() -> None:
