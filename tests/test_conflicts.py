@@ -112,3 +112,13 @@ def test_a_conflict_starts_from_the_parts_answers_and_finds_its_other_side_anywh
     assert find_conflict(found, [1]) == Conflict(
         preferred=1, other=3, values=("30", "14"), decided=True
     )
+
+
+@pytest.mark.parametrize(
+    ("decided", "sides"), [(True, ("current", "older")), (False, ("undated", "undated"))]
+)
+def test_each_side_of_a_conflict_is_named_and_no_other_sentence(
+    decided: bool, sides: tuple[str, str]
+) -> None:
+    conflict = Conflict(preferred=3, other=1, values=("30", "14"), decided=decided)
+    assert (conflict.side_of(3), conflict.side_of(1), conflict.side_of(2)) == (*sides, None)

@@ -580,6 +580,12 @@ class Citation(_Model):
         description="Where the range lies on its pages: one region per page, in page order; "
         "empty for sources without character boxes.",
     )
+    conflict_side: ConflictSide | None = Field(
+        default=None,
+        description="The side of a disagreement between sources that the range states "
+        "('current', 'older', or 'undated' when neither source is dated after the other); "
+        "None when it states none.",
+    )
 
 
 class CitedSource(_Model):
@@ -765,6 +771,14 @@ class Conflict:
     """Whether ``preferred`` is the current source's (a later ``effective_date``), or only the
     first read (neither source is dated after the other)."""
 
+    def side_of(self, number: int) -> ConflictSide | None:
+        """The side the sentence ``number`` states, None if it is neither."""
+        if number == self.preferred:
+            return "current" if self.decided else "undated"
+        if number == self.other:
+            return "older" if self.decided else "undated"
+        return None
+
 
 @dataclass(frozen=True, slots=True)
 class Evidence:
@@ -780,6 +794,14 @@ class Evidence:
     reading: tuple[PartReading, ...] = ()
     """The reader's judgement, part by part of the question; empty where no trained reader
     read the evidence (then generators judge the sentences themselves)."""
+
+    def conflict_side(self, numbers: Iterable[int]) -> ConflictSide | None:
+        """The side of a disagreement between sources that these sentences state, if any."""
+        for number in numbers:
+            for part in self.reading:
+                if part.conflict and (side := part.conflict.side_of(number)):
+                    return side
+        return None
 
 
 CharBoxes = npt.NDArray[np.float32]

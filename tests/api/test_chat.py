@@ -101,6 +101,7 @@ def test_a_completion_cites_with_url_citations_and_lists_its_sources(
                                 "page_label": None,
                                 "support": support(FIRST, refunds),
                                 "regions": [],
+                                "conflict_side": None,
                             },
                         },
                         {
@@ -119,6 +120,7 @@ def test_a_completion_cites_with_url_citations_and_lists_its_sources(
                                 "page_label": None,
                                 "support": support(SECOND, WARRANTY),
                                 "regions": [],
+                                "conflict_side": None,
                             },
                         },
                     ],

@@ -90,6 +90,7 @@ def test_an_answer_is_a_response_with_a_search_and_a_cited_message(answering: Te
                         "page_label": None,
                         "support": support(FIRST, refunds),
                         "regions": [],
+                        "conflict_side": None,
                     },
                     {
                         "type": "file_citation",
@@ -107,6 +108,7 @@ def test_an_answer_is_a_response_with_a_search_and_a_cited_message(answering: Te
                         "page_label": None,
                         "support": support(SECOND, WARRANTY),
                         "regions": [],
+                        "conflict_side": None,
                     },
                 ],
             }

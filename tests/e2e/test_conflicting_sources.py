@@ -1,7 +1,7 @@
 """Two versions of a policy that disagree, as a newcomer keeps them: a 2025 handbook and a 2023
 leaflet in one bucket, each with its effective date. Asked over HTTP with the official SDKs, the
-answer says that the sources disagree, states the current one first and cites both; the search
-results say which side each passage is on; a question both answer alike is answered plainly."""
+answer says that the sources disagree, states the current one first and cites both; each
+citation and search result says which side it is on; a question both answer alike is answered plainly."""
 
 from __future__ import annotations
 
@@ -79,9 +79,12 @@ def test_the_answer_states_both_sides_the_current_first_each_cited(client: opena
     assert response.output_text == ANSWER
     message = next(item for item in response.output if item.type == "message")
     annotations = message.content[0].annotations
-    assert [(a.filename, a.model_extra["cited_text"]) for a in annotations] == [
-        ("handbook-2025.md", CURRENT),
-        ("leaflet-2023.md", OLDER),
+    assert [
+        (a.filename, a.model_extra["cited_text"], a.model_extra["conflict_side"])
+        for a in annotations
+    ] == [
+        ("handbook-2025.md", CURRENT, "current"),
+        ("leaflet-2023.md", OLDER, "older"),
     ]
     assert response.metadata["grounded_sources_state"] == "available"
     search = next(item for item in response.output if item.type == "file_search_call")
@@ -121,7 +124,10 @@ def test_chat_completions_say_it_in_the_same_words(client: openai.OpenAI) -> Non
     assert message.content == (
         f"{ANSWER}\n\nSources:\n[1] handbook-2025.md (§ Refunds)\n[2] leaflet-2023.md (§ Refunds)"
     )
-    assert len(message.annotations) == 2
+    assert [
+        (a.url_citation.title, a.url_citation.model_extra["conflict_side"])
+        for a in message.annotations
+    ] == [("handbook-2025.md", "current"), ("leaflet-2023.md", "older")]
 
 
 def test_messages_cite_the_current_source_first(url: str) -> None:
@@ -132,8 +138,12 @@ def test_messages_cite_the_current_source_first(url: str) -> None:
         messages=[{"role": "user", "content": QUESTION}],
     )
     assert "".join(block.text for block in message.content) == ANSWER
-    quoted = [c.cited_text for block in message.content for c in block.citations or ()]
-    assert quoted == [CURRENT, OLDER]
+    quoted = [
+        (c.cited_text, c.model_extra["conflict_side"])
+        for block in message.content
+        for c in block.citations or ()
+    ]
+    assert quoted == [(CURRENT, "current"), (OLDER, "older")]
 
 
 def test_a_question_both_sources_answer_alike_is_answered_plainly(client: openai.OpenAI) -> None:

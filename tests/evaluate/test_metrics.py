@@ -140,7 +140,7 @@ def test_a_question_in_two_parts_is_complete_only_when_both_are_cited() -> None:
     assert figures([(case("x", evidence=GOLD), both)], [])["every_part_cited"].n == 0
 
 
-def test_a_disagreement_is_flagged_when_both_its_sides_are_marked() -> None:
+def test_a_disagreement_is_flagged_when_both_its_sides_are_marked_and_answered_current_first() -> None:
     planted = Case(
         id="planted",
         language="en",
@@ -159,6 +159,8 @@ def test_a_disagreement_is_flagged_when_both_its_sides_are_marked() -> None:
         (planted, Outcome("30 14", current_first, False, (), 1.0, conflict_sides=both)),
         (planted, Outcome("14 30", older_first, False, (), 1.0, conflict_sides=both)),
         (planted, Outcome("30", current_first[:1], False, (), 1.0, conflict_sides=both[:1])),
+        # Declined: flagged in its results, but no side cited first (false refusal counts it).
+        (planted, Outcome(REFUSAL, (), True, (), 1.0, conflict_sides=both)),
         # An ordinary question: a disagreement claimed there is a false one.
         (case("plain", evidence=GOLD), Outcome("Paris", (), False, (), 1.0, conflict_sides=both)),
         (case("other", evidence=GOLD), Outcome("Paris", (), False, (), 1.0, conflict_sides=())),
@@ -166,6 +168,7 @@ def test_a_disagreement_is_flagged_when_both_its_sides_are_marked() -> None:
         (planted, Outcome("30", current_first, False, None, 1.0)),
     ]
     result = figures(pairs, [REFUSAL])
-    assert result["conflict_flagged"].value == pytest.approx(2 / 3)
+    assert result["conflict_flagged"].value == pytest.approx(3 / 4)
     assert result["current_cited_first"].value == pytest.approx(2 / 3)
+    assert result["current_cited_first"].n == 3
     assert result["false_conflict"].value == 0.5 and result["false_conflict"].n == 2

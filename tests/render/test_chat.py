@@ -41,6 +41,7 @@ def url_citation(start: int, end: int, source: str, title: str, number: int) -> 
             "page_label": None,
             "support": SUPPORT,
             "regions": [region_wire(linked=True)] if page else [],
+            "conflict_side": None,
         },
     }
 

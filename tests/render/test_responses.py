@@ -87,6 +87,7 @@ def test_a_response_has_every_field_openai_sends(answer: Answer) -> None:
         "page_label": None,
         "support": SUPPORT,
         "regions": [region_wire(linked=False)],
+        "conflict_side": None,
     }
     warranty = {
         "cited_text": SECOND,
@@ -97,6 +98,7 @@ def test_a_response_has_every_field_openai_sends(answer: Answer) -> None:
         "page_label": None,
         "support": SUPPORT,
         "regions": [],
+        "conflict_side": None,
     }
     assert output[1] == {
         "type": "message",

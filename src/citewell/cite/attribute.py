@@ -174,6 +174,7 @@ class Attribution:
             page_number=page.number if page else None,
             page_label=page.label if page else None,
             support=round(score, 4),
+            conflict_side=self._evidence.conflict_side(s.number for s in group),
             regions=regions(
                 pages,
                 span,

@@ -216,9 +216,11 @@ def figures(pairs: Sequence[tuple[Case, Outcome]], refusals: Sequence[str]) -> d
 
 def _conflict_figures(pairs: Sequence[tuple[Case, Outcome]]) -> dict[str, Figure]:
     """Of the questions whose sources disagree: the disagreement flagged on both of its
-    documents, and the current one cited first; of the others, a disagreement claimed."""
+    documents, and, of those answered, the current one cited first (a declined answer cites
+    no side: it is counted by ``false_refusal``); of the others, a disagreement claimed."""
     shown = [(c, o) for c, o in pairs if o.error is None and o.conflict_sides is not None]
     planted = [(c, o) for c, o in shown if c.conflict is not None]
+    answered = [(c, o) for c, o in planted if not o.declined]
     ordinary = [(c, o) for c, o in shown if c.conflict is None and c.answerable]
 
     def flagged(case: Case, outcome: Outcome) -> bool:
@@ -231,7 +233,9 @@ def _conflict_figures(pairs: Sequence[tuple[Case, Outcome]]) -> dict[str, Figure
 
     return {
         "conflict_flagged": wilson(sum(flagged(c, o) for c, o in planted), len(planted)),
-        "current_cited_first": wilson(sum(current_first(c, o) for c, o in planted), len(planted)),
+        "current_cited_first": wilson(
+            sum(current_first(c, o) for c, o in answered), len(answered)
+        ),
         "false_conflict": wilson(sum(bool(o.conflict_sides) for _, o in ordinary), len(ordinary)),
     }
 

@@ -215,6 +215,7 @@ def cited_range(citation: Citation, links: AccessUrl | None) -> dict[str, Any]:
         "page_label": citation.page_label,
         "support": citation.support,
         "regions": cited_regions(citation, links),
+        "conflict_side": citation.conflict_side,
     }
 
 

@@ -81,10 +81,13 @@ def retrieved_citables(passages: Sequence[Passage], access_url: AccessUrl) -> di
 
 def location(citation: Citation, citable: Citable, links: AccessUrl) -> dict[str, Any]:
     """One citation as Anthropic's ``TextCitation``; one into a stored source with boxes also
-    has ``regions`` (a request's own documents are not stored: no link opens their pages)."""
+    has ``regions`` (a request's own documents are not stored: no link opens their pages), and
+    one stating a side of a disagreement between sources, ``conflict_side``."""
     wire = _anthropic_location(citation, citable)
     if citation.regions and citable.kind == "search_result_location":
         wire["regions"] = cited_regions(citation, links)
+    if citation.conflict_side:
+        wire["conflict_side"] = citation.conflict_side
     return wire
 
 

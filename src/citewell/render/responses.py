@@ -13,7 +13,8 @@ source in this answer, from 1) and the cited range of the source: ``cited_text``
 ``cited_start_index``/``cited_end_index`` (code points into the source's canonical text,
 ``GET /v1/sources/{file_id}/text``), ``chunk_id``, ``page_number``, ``page_label``,
 ``support`` (the verifier's score) and ``regions`` (the range's boxes on each page, with links
-to pictures of the page: ``common.cited_regions``). A result of a source with pages has
+to pictures of the page: ``common.cited_regions``), and ``conflict_side`` (the side of a
+disagreement between sources the range states, or null). A result of a source with pages has
 ``preview``, a link to a picture of the page with its best sentence tinted, and ``media_id``,
 a link to the plain picture of that page.
 
