@@ -795,6 +795,21 @@ class Evidence:
     """The reader's judgement, part by part of the question; empty where no trained reader
     read the evidence (then generators judge the sentences themselves)."""
 
+    def current_copy(self, number: int) -> int:
+        """The sentence ``number`` as the source dated latest states it word for word: of two
+        dated sources that agree (a new edition repeating the old one), the current one is
+        cited. ``number`` itself when no later-dated source repeats it."""
+        sentence = self.sentences[number - 1]
+        said = " ".join(sentence.text.split()).casefold()
+        best, latest = number, self.passages[sentence.passage_index].source.effective_date
+        for other in self.sentences:
+            dated = self.passages[other.passage_index].source.effective_date
+            if latest is None or dated is None or dated <= latest:
+                continue
+            if " ".join(other.text.split()).casefold() == said:
+                best, latest = other.number, dated
+        return best
+
     def conflict_side(self, numbers: Iterable[int]) -> ConflictSide | None:
         """The side of a disagreement between sources that these sentences state, if any."""
         for number in numbers:

@@ -146,10 +146,13 @@ def test_messages_cite_the_current_source_first(url: str) -> None:
     assert quoted == [(CURRENT, "current"), (OLDER, "older")]
 
 
-def test_a_question_both_sources_answer_alike_is_answered_plainly(client: openai.OpenAI) -> None:
+def test_a_question_both_sources_answer_alike_is_answered_plainly_from_the_current(client: openai.OpenAI) -> None:
     response = client.responses.create(
         model="citewell-agent", input="Do gift cards expire?", include=["file_search_call.results"]
     )
     assert response.output_text == "Gift cards never expire."
+    message = next(item for item in response.output if item.type == "message")
+    # Both say it word for word: the current one is cited.
+    assert [a.filename for a in message.content[0].annotations] == ["handbook-2025.md"]
     search = next(item for item in response.output if item.type == "file_search_call")
     assert set(sides(search.results).values()) == {None}

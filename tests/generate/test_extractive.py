@@ -413,3 +413,20 @@ def test_in_chinese_with_no_date_to_choose_by_the_answer_says_it_cannot_tell() -
     assert "".join(d.text for d in drafts(found) if not isinstance(d, Declined)) == (
         "资料之间存在分歧，且没有哪一份的日期更晚。据手册.txt：退款需要30天。据传单.txt：退款需要14天。"
     )
+
+
+@pytest.mark.parametrize("read", [True, False], ids=["read", "word overlap"])
+def test_of_two_dated_sources_saying_the_same_sentence_the_current_one_is_cited(
+    read: bool,
+) -> None:
+    said = "Gift cards never expire."
+    older = Doc([said], filename="leaflet-2023.md", effective_date=dt.date(2023, 3, 1))
+    current = Doc([said], filename="handbook-2025.md", effective_date=dt.date(2025, 1, 1))
+    undated = Doc([said], filename="notes.md")
+    question = "Do gift cards expire?"
+    found = evidence(question, [older, current, undated])
+    if read:  # the reader likes the older copy best
+        found = dataclasses.replace(
+            found, reading=(PartReading(question, 0.9, True, ((1, 0.7), (2, 0.6))),)
+        )
+    assert drafts(found) == [CitedSentence(said, (2,))]

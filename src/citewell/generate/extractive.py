@@ -151,6 +151,8 @@ class ExtractiveGenerator:
             chosen = self.choose(evidence, features, max_sources=agent.max_sources)
         if not chosen:
             return [Declined()]
+        # Of two dated sources saying the same sentence, the current one is cited.
+        chosen = list(dict.fromkeys(evidence.current_copy(i + 1) - 1 for i in chosen))
         conflicts = {
             part.conflict.preferred - 1: part.conflict
             for part in evidence.reading
