@@ -1,7 +1,8 @@
 """Two versions of a policy that disagree, as a newcomer keeps them: a 2025 handbook and a 2023
 leaflet in one bucket, each with its effective date. Asked over HTTP with the official SDKs, the
 answer says that the sources disagree, states the current one first and cites both; each
-citation and search result says which side it is on; a question both answer alike is answered plainly."""
+citation and search result says which side it is on; a question both answer alike is answered
+plainly, from the current one."""
 
 from __future__ import annotations
 
@@ -146,7 +147,9 @@ def test_messages_cite_the_current_source_first(url: str) -> None:
     assert quoted == [(CURRENT, "current"), (OLDER, "older")]
 
 
-def test_a_question_both_sources_answer_alike_is_answered_plainly_from_the_current(client: openai.OpenAI) -> None:
+def test_a_question_both_sources_answer_alike_is_answered_plainly_from_the_current(
+    client: openai.OpenAI,
+) -> None:
     response = client.responses.create(
         model="citewell-agent", input="Do gift cards expire?", include=["file_search_call.results"]
     )

@@ -140,7 +140,9 @@ def test_a_question_in_two_parts_is_complete_only_when_both_are_cited() -> None:
     assert figures([(case("x", evidence=GOLD), both)], [])["every_part_cited"].n == 0
 
 
-def test_a_disagreement_is_flagged_when_both_its_sides_are_marked_and_answered_current_first() -> None:
+def test_a_disagreement_is_flagged_when_both_its_sides_are_marked_and_answered_current_first() -> (
+    None
+):
     planted = Case(
         id="planted",
         language="en",

@@ -3,8 +3,10 @@ and what torch computes is what the built model computes."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +28,7 @@ from citewell.read.training.card import unpack_card, write_card
 from citewell.read.training.data import (
     Group,
     calibration_groups,
+    per_set,
     scifact_groups,
     training_groups,
     validation_groups,
@@ -242,6 +245,32 @@ def test_a_run_stopped_by_its_budget_resumes_exactly(training: list[Group], tmp_
     assert result["sha256"] == whole["sha256"]
     assert result["curve"] == whole["curve"]
     assert not list((tmp_path / "stepwise").glob("*-states.pt"))  # no cache in the run folder
+
+
+def test_a_checkpoint_resumes_only_under_the_recipe_it_was_written_by(
+    training: list[Group], tmp_path: Path
+) -> None:
+    groups, held, cache = training[:24], training[-8:], tmp_path / "cache"
+    assert train(TINY, groups, held, tmp_path / "run", cache, Budget(1e-9), _quiet) is None
+    faster = dataclasses.replace(TINY, learning_rate=TINY.learning_rate * 2)
+    with pytest.raises(ValueError, match="another recipe"):
+        train(faster, groups, held, tmp_path / "run", cache, report=_quiet)
+    more_threads = dataclasses.replace(TINY, threads=2)  # how fast, not what it computes
+    assert train(more_threads, groups, held, tmp_path / "run", cache, report=_quiet) is not None
+
+
+def test_a_cap_draws_fewer_of_one_set_and_as_many_of_the_others(training: list[Group]) -> None:
+    def counted(groups: list[Group]) -> Counter[tuple[str, str]]:
+        return Counter((g.task, g.dataset) for g in groups)
+
+    everything = counted(per_set(training, 0, seed=0))
+    capped = counted(per_set(training, 300, seed=0, caps={"cmrc2018-train": 40}))
+    assert capped[("answers", "cmrc2018-train")] == capped[("supports", "cmrc2018-train")] == 40
+    assert all(
+        capped[key] == min(300, count)
+        for key, count in everything.items()
+        if key[1] != "cmrc2018-train"
+    )
 
 
 def test_a_calibrated_run_ships_with_its_blends_and_threshold(

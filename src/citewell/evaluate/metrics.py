@@ -233,9 +233,7 @@ def _conflict_figures(pairs: Sequence[tuple[Case, Outcome]]) -> dict[str, Figure
 
     return {
         "conflict_flagged": wilson(sum(flagged(c, o) for c, o in planted), len(planted)),
-        "current_cited_first": wilson(
-            sum(current_first(c, o) for c, o in answered), len(answered)
-        ),
+        "current_cited_first": wilson(sum(current_first(c, o) for c, o in answered), len(answered)),
         "false_conflict": wilson(sum(bool(o.conflict_sides) for _, o in ordinary), len(ordinary)),
     }
 

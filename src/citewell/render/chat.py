@@ -8,10 +8,10 @@ Chat has one annotation type, ``url_citation``, nested as OpenAI nests it:
 citewell's ``source_index``, ``file_id`` and the cited range of the source added inside
 (``cited_text``, ``cited_start_index``/``cited_end_index`` into the canonical text of
 ``GET /v1/sources/{file_id}/text``, ``chunk_id``, ``page_number``, ``page_label``,
-``support``, ``regions``, ``conflict_side``), as the Responses dialect has them. ``url`` opens the source's
-original file on this server (a signed link: ``ChatOptions.access_url``); ``title`` is its file
-name. Chat clients mostly show ``content`` alone, so the "Sources:" appendix is included by
-default.
+``support``, ``regions``, ``conflict_side``), as the Responses dialect has them. ``url``
+opens the source's original file on this server (a signed link: ``ChatOptions.access_url``);
+``title`` is its file name. Chat clients mostly show ``content`` alone, so the "Sources:"
+appendix is included by default.
 
 Streaming sends ``data:`` lines only: text deltas as the answer grows, then every annotation in
 ONE delta (the SDK's ``chat.completions.stream()`` crashes on a second one) with the message's
