@@ -53,9 +53,21 @@ LEAFLET_2023 = Doc(
             "The library opens at 10:00 on weekdays.",
             ("9:30", "10:00"),
         ),
+        # One denies what the other states, the word it negates included.
+        (
+            "Pets are allowed in the workshop.",
+            "Pets are not allowed in the workshop.",
+            ("allowed", "not allowed"),
+        ),
+        (
+            "Los perros están permitidos en el taller.",
+            "Los perros no están permitidos en el taller.",
+            ("están", "no están"),
+        ),
+        ("宠物可以进入工作室。", "宠物不可以进入工作室。", ("可", "不可")),
     ],
 )
-def test_one_statement_with_another_value_is_a_disagreement(
+def test_one_statement_with_another_value_or_denied_is_a_disagreement(
     first: str, second: str, values: tuple[str, str]
 ) -> None:
     assert differing_values(first, second) == values
@@ -72,6 +84,8 @@ def test_one_statement_with_another_value_is_a_disagreement(
         ("Membership costs 40 euros a year.", "Tools stay in the workshop except the pump."),
         # A value on one side only: one says more, not something else.
         ("Refunds are accepted within 30 days.", "Refunds are accepted."),
+        # Denied alike in other words.
+        ("Gift cards never expire.", "Gift cards do not expire."),
     ],
 )
 def test_agreement_rewording_and_unrelated_sentences_are_not_disagreements(

@@ -124,6 +124,23 @@ def test_a_part_two_dated_sources_answer_differently_carries_their_conflict() ->
     assert [part.conflict for part in unread.reading] == [None, None]
 
 
+def test_a_source_denying_what_another_states_is_a_conflict() -> None:
+    leaflet = Doc(
+        ["Dogs are not allowed in the workshop."],
+        filename="leaflet-2023.md",
+        effective_date=dt.date(2023, 3, 1),
+    )
+    handbook = Doc(
+        ["Dogs are allowed in the workshop.", "Gift cards never expire."],
+        filename="handbook-2025.md",
+        effective_date=dt.date(2025, 1, 1),
+    )
+    asked = evidence("Are dogs allowed in the workshop?", [leaflet, handbook])
+    (part,) = read_evidence(asked, LexicalReader(), candidates=3, threshold=0.5).reading
+    assert part.conflict is not None and part.conflict.decided
+    assert part.conflict.values == ("allowed", "not allowed")
+
+
 def test_evidence_of_headings_only_is_left_unread() -> None:
     asked = evidence("What are the hours?", [Doc(["Opening hours"], headings=("Opening hours",))])
     assert read_evidence(asked, LexicalReader(), candidates=3, threshold=0.5) == asked

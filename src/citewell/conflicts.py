@@ -4,9 +4,10 @@ different value ("within 30 days" against "within 14 days").
 A conflict is anchored on a sentence that answers one part of the question, never found across
 the whole evidence alone: two sources may give different figures for different things. Two sentences
 conflict when they are the same sentence but for a few words (most of their words, in order, are
-shared), and what differs holds a value on both sides — a number, a date, a name: the wording
-of one sentence changed around the same words is not a disagreement, nor are two sources that
-give the same value, nor one source repeating itself.
+shared), and what differs holds a value on both sides — a number, a date, a name — or is denied
+by one of them ("allowed" against "not allowed"): the wording of one sentence changed around the
+same words is not a disagreement, nor are two sources that give the same value, nor one source
+repeating itself.
 
 Of the two, the source with the later ``effective_date`` is preferred (the current rule); with
 no date on either, or the same date, neither is: the answer says the sources disagree without
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 from difflib import SequenceMatcher
 
 from citewell.generate.answer_types import AnswerType, carries
+from citewell.language import count_negations
 from citewell.model import Conflict, Evidence, EvidenceSentence, Source
 
 __all__ = ["differing_values", "find_conflict"]
@@ -56,7 +58,8 @@ def find_conflict(evidence: Evidence, answers: Sequence[int]) -> Conflict | None
 
 def differing_values(first: str, second: str) -> tuple[str, str] | None:
     """What two sentences say differently, (first's, second's), when they are one statement
-    with a different value; None when they share too little, differ in no value, or agree."""
+    with a different value or one denies it; None when they share too little, differ in no
+    value, or agree."""
     a, b = list(_TOKEN.finditer(first)), list(_TOKEN.finditer(second))
     if not a or not b:
         return None
@@ -69,11 +72,16 @@ def differing_values(first: str, second: str) -> tuple[str, str] | None:
     if not changed:
         return None
     # From the first change to the last: "30 days" against "two weeks" is one value.
-    said_a = _stretch(first, a, changed[0][1], changed[-1][2])
-    said_b = _stretch(second, b, changed[0][3], changed[-1][4])
-    if not _is_value(said_a) or not _is_value(said_b):
-        return None
-    return said_a, said_b
+    start_a, end_a, start_b, end_b = changed[0][1], changed[-1][2], changed[0][3], changed[-1][4]
+    said_a, said_b = _stretch(first, a, start_a, end_a), _stretch(second, b, start_b, end_b)
+    if _is_value(said_a) and _is_value(said_b):
+        return said_a, said_b
+    if count_negations(said_a) != count_negations(said_b):
+        # One denies what the other states: "allowed" against "not allowed", the word it
+        # negates (the next one, shared) included.
+        end_a, end_b = min(end_a + 1, len(a)), min(end_b + 1, len(b))
+        return _stretch(first, a, start_a, end_a), _stretch(second, b, start_b, end_b)
+    return None
 
 
 def _is_value(said: str) -> bool:

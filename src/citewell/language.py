@@ -4,14 +4,16 @@ Used to pick a stemmer for BM25 and to report a source's main language. The gues
 deliberately simple: Han characters mean Chinese; otherwise the share of Spanish and English
 function words decides. Anything else is reported as None and indexed without stemming.
 
-Also counts words across scripts, so that chunk sizes mean the same in Chinese and in English.
+Also counts words across scripts, so that chunk sizes mean the same in Chinese and in English,
+and negation cues ("not", "nunca", "不"), which the verifier and the finder of disagreements
+between sources read alike.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["count_words", "detect_language", "is_cjk"]
+__all__ = ["count_negations", "count_words", "detect_language", "is_cjk"]
 
 # Han ideographs: extension A, the unified block, compatibility ideographs, and extensions B-H
 # (beyond the BMP: rare characters of names and places, still Chinese text).
@@ -61,3 +63,24 @@ def detect_language(text: str) -> str | None:
     if max(spanish, english) < max(1, len(words) // 50):
         return None
     return "es" if spanish > english else "en"
+
+
+_NEGATION_WORDS = frozenset(
+    "not no never cannot none nor neither nobody nothing nunca jamás jamas ni ningún ninguna "
+    "ninguno nada nadie tampoco".split()
+)
+_NEGATION_WORD = re.compile(r"\w+(?:n't)?", re.IGNORECASE)
+_ZH_NEGATION = re.compile(r"(?:没有|不|没|未|非|无|别)")
+_ZH_NOT_NEGATION = re.compile(r"非常|不过|不仅|不但|无论|不同|并非常|除非|是非|无数|不断")
+"""Words that hold a negation character without negating ("very", "however", "whether")."""
+
+
+def count_negations(text: str) -> int:
+    """How many negation cues (en, es, zh) the text holds."""
+    count: int = sum(
+        w.casefold() in _NEGATION_WORDS or w.casefold().endswith("n't")
+        for w in _NEGATION_WORD.findall(text)
+    )
+    if any(is_cjk(c) for c in text):
+        count += len(_ZH_NEGATION.findall(_ZH_NOT_NEGATION.sub("", text)))
+    return count

@@ -28,7 +28,7 @@ from typing import Protocol
 
 from citewell.analysis import terms
 from citewell.cite.numbers import numbers, without_numbers
-from citewell.language import is_cjk
+from citewell.language import count_negations, is_cjk
 
 __all__ = ["FEATURES", "CalibratedVerifier", "Verifier", "features", "settled_support"]
 
@@ -106,8 +106,8 @@ def features(claim: str, cited: Sequence[str], *, language: str | None) -> tuple
     names = _names(claim, language)
     folded = evidence.casefold()
     names_missing = sum(name not in folded for name in names) / len(names) if names else 0.0
-    claim_negations = _negations(claim)
-    evidence_negations = _negations(evidence)
+    claim_negations = count_negations(claim)
+    evidence_negations = count_negations(evidence)
     length_ratio = min(len(claim_terms) / max(len(evidence_terms), 1), 2.0)
     return (
         content_share,
@@ -147,14 +147,6 @@ def _model() -> _Logistic:
 
 _LATIN_NAME = re.compile(r"(?<![\w'])[A-ZÀ-ÖØ-Þ][\w'’-]*\w")
 _ZH_NAME_TAGS = frozenset({"nr", "nrt", "nrfg", "ns", "nt", "nz"})
-_NEGATION_WORDS = frozenset(
-    "not no never cannot none nor neither nobody nothing nunca jamás jamas ni ningún ninguna "
-    "ninguno nada nadie tampoco".split()
-)
-_NEGATION_WORD = re.compile(r"\w+(?:n't)?", re.IGNORECASE)
-_ZH_NEGATION = re.compile(r"(?:没有|不|没|未|非|无|别)")
-_ZH_NOT_NEGATION = re.compile(r"非常|不过|不仅|不但|无论|不同|并非常|除非|是非|无数|不断")
-"""Words that hold a negation character without negating ("very", "however", "whether")."""
 
 
 def _names(text: str, language: str | None) -> set[str]:
@@ -166,14 +158,3 @@ def _names(text: str, language: str | None) -> set[str]:
 
         found.update(w.word for w in jieba.posseg.cut(text) if w.flag in _ZH_NAME_TAGS)
     return found
-
-
-def _negations(text: str) -> int:
-    """How many negation cues (en, es, zh) the text holds."""
-    count: int = sum(
-        w.casefold() in _NEGATION_WORDS or w.casefold().endswith("n't")
-        for w in _NEGATION_WORD.findall(text)
-    )
-    if any(is_cjk(c) for c in text):
-        count += len(_ZH_NEGATION.findall(_ZH_NOT_NEGATION.sub("", text)))
-    return count
