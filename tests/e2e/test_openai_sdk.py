@@ -95,6 +95,7 @@ CITED = (
     "page_label",
     "support",
     "regions",
+    "conflict_side",
 )
 """citewell's fields naming the cited range of the source, on every annotation."""
 
