@@ -174,6 +174,7 @@ def test_an_answer_cites_the_exact_sentence_it_states(client: openai.OpenAI, ser
         "page_label": None,
         "support": 1.0,
         "regions": [],
+        "conflict_side": None,
     }
     assert annotation["chunk_id"] in chunks_holding(server, MEMBERSHIP, annotation)
     claim = part["text"][annotation["start_index"] : annotation["end_index"]]
