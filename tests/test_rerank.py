@@ -8,7 +8,7 @@ import datetime as dt
 
 import pytest
 
-from citewell.model import Conflict, PartReading
+from citewell.model import Conflict, PartReading, SentenceChoice
 from citewell.read.lexical import LexicalReader
 from citewell.rerank import context_of, question_parts, read_evidence
 from tests.generate.samples import Doc, evidence
@@ -93,6 +93,23 @@ def test_a_part_below_the_threshold_is_not_answered() -> None:
     opens, founded = read_evidence(asked, LexicalReader(), candidates=3, threshold=0.5).reading
     assert opens.answered
     assert not founded.answered and founded.answerable < 0.5
+
+
+class ChoosingReader(LexicalReader):
+    """Word overlap's scores, with a card that trusts the reader first in Spanish."""
+
+    def sentence_choice(self, language: str | None) -> SentenceChoice:
+        return SentenceChoice(reader_first=0.4) if language == "es" else SentenceChoice()
+
+
+def test_the_evidence_read_carries_the_readers_sentence_choice_for_its_language() -> None:
+    spanish = evidence("¿Cuándo abre la tienda?", SHOP, language="es")
+    english = evidence("When does the shop open?", SHOP, language="en")
+    reader = ChoosingReader()
+    assert read_evidence(spanish, reader, candidates=2, threshold=0.5).choice == SentenceChoice(
+        reader_first=0.4
+    )
+    assert read_evidence(english, reader, candidates=2, threshold=0.5).choice == SentenceChoice()
 
 
 def test_a_part_two_dated_sources_answer_differently_carries_their_conflict() -> None:

@@ -71,6 +71,7 @@ __all__ = [
     "RetrievalMode",
     "ScoreBreakdown",
     "SearchRequest",
+    "SentenceChoice",
     "SentenceMatch",
     "Source",
     "SourceStatus",
@@ -749,6 +750,34 @@ class Turn:
 
 
 @dataclass(frozen=True, slots=True)
+class SentenceChoice:
+    """Which sentence answers a part the reader found answered: word overlap's pick, the
+    reader's likeliest, or both. Fitted per language on the reader's calibration part (articles
+    it never trained on) and kept in its card: where the two judges disagree, which one is more
+    often right depends on the reader and the language. A threshold above 1 never applies."""
+
+    reader_first: float = 1.01
+    """The reader's likeliest is said instead of word overlap's pick when it scores this."""
+    both: float = 1.01
+    """Otherwise, it is said after word overlap's pick (when that is another sentence) when it
+    scores this."""
+    read_alone: float = 0.5
+    """Where word overlap would decline the part, the reader's likeliest answers it when it
+    scores this; below, the part goes unanswered."""
+
+    def answer(self, word: int | None, read: tuple[int, float] | None) -> list[int]:
+        """The part's answer sentences, first said first, from word overlap's pick (None where
+        it would decline) and the reader's likeliest with its score (None: nothing was read)."""
+        if read is not None and read[1] >= self.reader_first:
+            return [read[0]]
+        picks = [word] if word is not None else []
+        if read is not None and read[0] not in picks:
+            if read[1] >= (self.both if picks else self.read_alone):
+                picks.append(read[0])
+        return picks
+
+
+@dataclass(frozen=True, slots=True)
 class PartReading:
     """What the reader made of the evidence for one part of the question."""
 
@@ -798,6 +827,8 @@ class Evidence:
     reading: tuple[PartReading, ...] = ()
     """The reader's judgement, part by part of the question; empty where no trained reader
     read the evidence (then generators judge the sentences themselves)."""
+    choice: SentenceChoice = SentenceChoice()
+    """How a part's answer sentence is chosen, as the reader's card says for this language."""
 
     def conflict_side(self, numbers: Iterable[int]) -> ConflictSide | None:
         """The side of a disagreement between sources that these sentences state, if any."""

@@ -43,8 +43,9 @@ def read_evidence(
     conflicts: bool = True,
 ) -> Evidence:
     """The evidence with the reader's ``reading`` of each question part, its passages reordered
-    by the best score any of their sentences got (retrieval order among equals); with
-    ``conflicts``, each part's disagreement between sources, if any."""
+    by the best score any of their sentences got (retrieval order among equals), and how the
+    reader's card chooses a part's sentence in its language; with ``conflicts``, each part's
+    disagreement between sources, if any."""
     readable = [s for s in evidence.sentences if not is_heading(evidence, s)]
     if not readable:
         return evidence
@@ -57,7 +58,8 @@ def read_evidence(
             dataclasses.replace(reading, conflict=_conflict(evidence, reading))
             for reading in readings
         ]
-    return _reordered(evidence, readings)
+    read = _reordered(evidence, readings)
+    return dataclasses.replace(read, choice=reader.sentence_choice(evidence.language))
 
 
 def _read_part(

@@ -14,7 +14,7 @@ import pytest
 from citewell.events import CitedSentence, Declined, Draft, Remark
 from citewell.generate.answer_types import AnswerType, carries, expected_type, without_type_phrase
 from citewell.generate.extractive import ExtractiveGenerator, Weights
-from citewell.model import Agent, Conflict, Evidence, PartReading
+from citewell.model import Agent, Conflict, Evidence, PartReading, SentenceChoice
 from tests.generate.samples import REFUNDS, SHIPPING, Doc, evidence, split_sentences
 
 WARSAW = 0
@@ -231,10 +231,41 @@ def test_no_evidence_at_all_is_declined() -> None:
     assert drafts(evidence("How long do refunds take?", [])) == [Declined()]
 
 
-def test_two_sentences_answering_equally_well_are_a_guess_and_declined() -> None:
+def test_two_sentences_of_two_sources_answering_equally_well_are_a_guess_and_declined() -> None:
     found = evidence(
         "When did the bridge open?",
-        [Doc(["The old bridge opened in 1901.", "The new bridge opened in 1950."])],
+        [Doc(["The old bridge opened in 1901."]), Doc(["The new bridge opened in 1950."])],
+    )
+    assert drafts(found) == [Declined()]
+
+
+def test_two_neighbouring_sentences_answering_equally_well_are_said_together() -> None:
+    section = Doc(
+        [
+            "A membership can be refunded in full within 14 days of payment.",
+            "After that, fees are not refunded.",
+            "Members may bring one guest per visit.",
+        ],
+        headings=("Refunds",),
+    )
+    assert drafts(evidence("What is our refund policy?", [section])) == [
+        CitedSentence("A membership can be refunded in full within 14 days of payment.", (1,)),
+        CitedSentence(" After that, fees are not refunded.", (2,)),
+    ]
+
+
+def test_three_sentences_answering_equally_well_are_a_guess_even_in_one_passage() -> None:
+    found = evidence(
+        "When did the bridge open?",
+        [
+            Doc(
+                [
+                    "The old bridge opened in 1901.",
+                    "The new bridge opened in 1950.",
+                    "The rail bridge opened in 1962.",
+                ]
+            )
+        ],
     )
     assert drafts(found) == [Declined()]
 
@@ -374,6 +405,29 @@ def test_word_overlaps_choice_answers_a_part_and_else_the_reader_above_even_odds
     assert drafts(sure) == [CitedSentence("Membership costs forty euros a year.", (3,))]
     doubted = read(unworded, ("Who runs it?", True, {3: 0.4, 1: 0.2}))
     assert drafts(doubted) == [Declined()]
+
+
+def test_the_readers_card_may_choose_its_likeliest_over_word_overlaps_or_both() -> None:
+    asked = evidence("When does the shop open?", HOURS_AND_PRICE)
+    found = read(asked, ("When does the shop open?", True, {2: 0.7, 1: 0.2}))
+    assert drafts(found) == [CitedSentence("The shop opens at nine.", (1,))]  # word overlap's
+    first = dataclasses.replace(found, choice=SentenceChoice(reader_first=0.65))
+    assert drafts(first) == [CitedSentence("It closes at six.", (2,))]
+    both = dataclasses.replace(found, choice=SentenceChoice(both=0.65))
+    assert drafts(both) == [
+        CitedSentence("The shop opens at nine.", (1,)),
+        CitedSentence(" It closes at six.", (2,)),
+    ]
+    unsure = dataclasses.replace(found, choice=SentenceChoice(reader_first=0.75, both=0.75))
+    assert drafts(unsure) == [CitedSentence("The shop opens at nine.", (1,))]
+
+
+def test_where_word_overlap_declines_the_cards_read_alone_decides() -> None:
+    unworded = evidence("Who runs it?", HOURS_AND_PRICE)
+    found = read(unworded, ("Who runs it?", True, {3: 0.3, 1: 0.2}))
+    assert drafts(found) == [Declined()]
+    trusting = dataclasses.replace(found, choice=SentenceChoice(read_alone=0.25))
+    assert drafts(trusting) == [CitedSentence("Membership costs forty euros a year.", (3,))]
 
 
 def disagreeing(

@@ -14,6 +14,7 @@ import torch
 from citewell.config import ReadSettings, Settings
 from citewell.encoder import E5Weights, Tokenizer
 from citewell.errors import ConfigError
+from citewell.model import SentenceChoice
 from citewell.read import open_reader
 from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard
 from citewell.read.lexical import LexicalReader
@@ -204,3 +205,18 @@ def test_a_damaged_delta_falls_back_to_word_overlap_and_says_so(
     reader = open_reader(Settings(model_cache_dir=tmp_path, read=TRAINED))
     assert isinstance(reader, LexicalReader) and not reader.trained
     assert "reading by word overlap instead" in capsys.readouterr().err
+
+
+def test_the_cards_sentence_choice_is_its_languages_else_the_one_for_any_language(
+    tmp_path: Path,
+) -> None:
+    shipped = ReaderCard.shipped()
+    assert {"en", "es", "zh", "*"} <= set(shipped.choices)
+    chinese, other = SentenceChoice(reader_first=0.6), SentenceChoice(read_alone=0.3)
+    card = ReaderCard(**{**shipped.__dict__, "choices": {"zh": chinese, "*": other}})
+    reader = CrossEncoderReader(1, tmp_path, card)
+    assert reader.sentence_choice("zh") == chinese
+    assert reader.sentence_choice("fr") == other
+    assert reader.sentence_choice(None) == other
+    bare = CrossEncoderReader(1, tmp_path, ReaderCard(**{**shipped.__dict__, "choices": {}}))
+    assert bare.sentence_choice("en") == SentenceChoice()

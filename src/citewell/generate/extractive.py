@@ -31,11 +31,13 @@ from dataclasses import dataclass
 
 import anyio.to_thread
 
-from citewell.cite.evidence import is_heading
+from citewell.cite.evidence import build_evidence, is_heading
+from citewell.config import IngestSettings
+from citewell.documents import RequestSearchResult, given_documents
 from citewell.events import CitedSentence, Declined, Draft, Remark
 from citewell.generate.answer_types import carries, expected_type
 from citewell.generate.overlap import QuestionTerms, sentence_overlaps
-from citewell.language import is_cjk
+from citewell.language import detect_language, is_cjk
 from citewell.model import Agent, Conflict, Evidence, PartReading, Source
 
 __all__ = ["ExtractiveGenerator", "Features", "Weights", "sentence_features"]
@@ -85,9 +87,6 @@ class Weights:
     extra_gain: float = 0.5
     """Add a sentence only if this share of its question terms is missing from the answer."""
     max_sentences: int = 1
-    read_alone: float = 0.5
-    """Where a reader read the evidence and word overlap would decline a part: the probability
-    at which the reader's likeliest sentence answers it on the reader's word alone."""
     second_hop: float = 1.01
     """Where a reader read the evidence: a sentence of another passage that it finds at least
     this likely to answer the same part follows the best one (the reader's probabilities are
@@ -218,21 +217,29 @@ class ExtractiveGenerator:
             texts.add(text)
             sources.add(source)
         # A sentence saying something else that scores nearly as well as the best, left out of
-        # the answer: choosing between them would be a guess.
-        runner_up = next(
-            (i for i in ranked if _normalised(evidence.sentences[i].text) not in texts), None
-        )
-        if runner_up is not None and score[best] - score[runner_up] < w.decline_margin:
-            return []
+        # the answer: choosing between them would be a guess. Unless it is the best one's
+        # neighbour in its passage, and the only one so close: then the two say one thing
+        # (a section's rule and its exception), and the answer is both, in document order.
+        close = [
+            i
+            for i in ranked
+            if _normalised(evidence.sentences[i].text) not in texts
+            and score[best] - score[i] < w.decline_margin
+        ]
+        if close:
+            neighbour = close[0]
+            if len(close) > 1 or len(chosen) > 1 or not _adjacent(evidence, best, neighbour):
+                return []
+            return sorted([best, neighbour])
         # Supporting sentences after the best one, by passage rank, then in document order.
         first, rest = chosen[0], chosen[1:]
         return [first, *sorted(rest, key=lambda i: (evidence.sentences[i].passage_index, i))]
 
     def choose_read(self, evidence: Evidence, *, max_sources: int) -> list[int]:
         """Indices of the sentences to answer with, where a reader read the evidence: for each
-        part of the question it found answered, in the question's order, one sentence — the one
-        word overlap would answer that part with, else the reader's likeliest when it finds it
-        likelier than not (``Weights.read_alone``) — then at most one of another passage the
+        part of the question it found answered, in the question's order, its answer — word
+        overlap's pick, the reader's likeliest or both, as the reader's card chooses for the
+        language (``Evidence.choice``) — then at most one sentence of another passage the
         reader finds likely too (``Weights.second_hop``: an answer spanning two documents). One
         sentence answering two parts is said once. Empty (to decline) when no part is answered."""
         chosen: list[int] = []
@@ -251,9 +258,12 @@ class ExtractiveGenerator:
         for part in evidence.reading:
             if not part.answered:
                 continue
-            best = self._part_answer(evidence, part)
-            if best is None or best in chosen or not admitted(best):
+            answer = [i for i in self._part_answer(evidence, part) if i not in chosen]
+            if not answer or not admitted(answer[0]):
                 continue
+            best = answer[0]
+            for also in answer[1:]:
+                admitted(also)
             hop = next(
                 (
                     number - 1
@@ -268,22 +278,19 @@ class ExtractiveGenerator:
                 admitted(hop)
         return chosen
 
-    def _part_answer(self, evidence: Evidence, part: PartReading) -> int | None:
-        """The sentence that answers a part: where sources disagree on it, the preferred side's
-        (the answer then states both); else word overlap's choice (its lexical judgement, on
-        held-out articles more often right than the reader's own pick), else the reader's
-        likeliest if it finds it likelier than not; None for neither."""
+    def _part_answer(self, evidence: Evidence, part: PartReading) -> list[int]:
+        """The sentences that answer a part, best first: where sources disagree on it, the
+        preferred side's (the answer then states both); else word overlap's pick, the reader's
+        likeliest or both, by ``evidence.choice``; empty for none."""
         if part.conflict is not None:
-            return part.conflict.preferred - 1
-        word = self._word_choice(evidence, part)
-        if word is not None:
-            return word
-        number, score = part.answers[0] if part.answers else (0, 0.0)
-        return number - 1 if score >= self.weights.read_alone else None
+            return [part.conflict.preferred - 1]
+        read = (part.answers[0][0] - 1, part.answers[0][1]) if part.answers else None
+        return evidence.choice.answer(self.word_choice(evidence, part.text), read)
 
-    def _word_choice(self, evidence: Evidence, part: PartReading) -> int | None:
-        """The sentence word overlap would answer the part with (None where it would decline)."""
-        asked = dataclasses.replace(evidence, question=part.text, reading=())
+    def word_choice(self, evidence: Evidence, question: str) -> int | None:
+        """The sentence word overlap would answer ``question`` with (None where it would
+        decline)."""
+        asked = dataclasses.replace(evidence, question=question, reading=())
         chosen = self.choose(asked, sentence_features(asked), max_sources=len(asked.passages))
         return chosen[0] if chosen else None
 
@@ -316,6 +323,21 @@ def _current_copy(evidence: Evidence, index: int) -> int:
         if _normalised(evidence.sentences[other].text) == said:
             best, latest = other, dated
     return best
+
+
+def word_pick(question: str, sentences: Sequence[str], *, title: str | None) -> int | None:
+    """Which of ``sentences`` (one passage's, in order, under ``title``) word overlap would
+    answer ``question`` with, None where it would decline: the extractive generator's own choice,
+    for fitting a reader's sentence choice against it (``citewell.read.training.choice``)."""
+    result = RequestSearchResult(index=0, source="sentences", title=title, blocks=tuple(sentences))
+    passages = given_documents([result], limits=IngestSettings()).given.passages
+    language = detect_language(question) or passages[0].source.language
+    return ExtractiveGenerator().word_choice(build_evidence(question, language, passages), question)
+
+
+def _adjacent(evidence: Evidence, one: int, other: int) -> bool:
+    """Whether two evidence sentences follow one another in one passage."""
+    return abs(one - other) == 1 and _passage(evidence, one) == _passage(evidence, other)
 
 
 def _passage(evidence: Evidence, index: int) -> int:

@@ -15,6 +15,8 @@ from typing import Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from citewell.model import SentenceChoice
+
 __all__ = ["Reader", "Scores", "Task"]
 
 Scores = npt.NDArray[np.float32]
@@ -46,4 +48,9 @@ class Reader(Protocol):
 
     def score_support(self, claim: str, spans: Sequence[str]) -> Scores:
         """How likely each span, alone, supports the claim."""
+        ...
+
+    def sentence_choice(self, language: str | None) -> SentenceChoice:
+        """How a part's answer sentence is chosen in this language (None: unknown), between
+        word overlap's pick and this reader's likeliest."""
         ...

