@@ -12,9 +12,10 @@ What a rule is worth on a calibration question the reader lets through its thres
   nothing for no answer;
 - a question it does not answer: one for no answer, nothing for any.
 
-Precision, not whether the answer holds the gold somewhere: worth counted that way, saying both
-sentences wherever the judges differ wins on every language (it hedges), and the answer cites a
-sentence that does not answer as often as not.
+Precision, not whether the answer holds an answering sentence somewhere: that would reward
+saying both sentences whenever the judges differ, a hedge that costs the person reading a
+citation. Saying both can still win where several sentences answer (CUAD clauses, MTRAG and
+ClapNQ passages), as it does for the shipped reader (docs/benchmarks.md).
 """
 
 from __future__ import annotations
