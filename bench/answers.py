@@ -69,7 +69,7 @@ from common import (
 LOCAL = Principal.local()
 CORPUS = "corpus"
 DISTRACTORS = "scale"  # the bucket bench/latency.py fills
-SETS = ("xquad-en", "xquad-es", "xquad-zh", "squad2")
+SETS = ("xquad-en", "xquad-es", "xquad-zh", "squad2", "squad2-es", "clapnq")
 HOLD_OUT_SALT = "citewell-answers-holdout"
 
 
@@ -94,15 +94,37 @@ class DataSet:
         if part == "all":
             return self
         wanted = part == "held-out"
-        return replace(self, items=[i for i in self.items if held_out(i.article) == wanted])
+        return replace(self, items=[i for i in self.items if held_out(_article(i)) == wanted])
+
+
+def _article(item: Case) -> str:
+    """What decides an item's part: its article, or for a set of records (ClapNQ) its record,
+    keyed as the reader's training keys it, so the held-out part is the reader's validation."""
+    return item.article or f"id:{item.id}"
 
 
 def load(evaldata: Path, name: str) -> DataSet:
-    """``squad2``, or ``xquad-<language>``, read by ``citewell.evaluate.loaders``."""
-    loader, language = ("squad2", "en") if name == "squad2" else ("xquad", name[-2:])
-    read = load_cases(loader, evaldata / LOADERS[loader][0]).select(language=language)
+    """``xquad-<language>``, or ``squad2``, ``squad2-es`` or ``clapnq``, read by
+    ``citewell.evaluate.loaders``."""
+    loader, language = ("xquad", name[-2:]) if name.startswith("xquad-") else (name, None)
+    read = load_cases(loader, evaldata / LOADERS[loader][0])
+    if language is not None:
+        read = read.select(language=language)
     documents = {d.filename: d.text for d in read.documents.values()}
-    return DataSet(name, language, documents, read.cases)
+    items = _interleaved(read.cases) if name == "clapnq" else read.cases
+    return DataSet(name, language or items[0].language, documents, items)
+
+
+def _interleaved(items: list[Case]) -> list[Case]:
+    """Answerable and unanswerable items alternating in their shares: ClapNQ's files list every
+    answerable question first, and a --limit run should hold both kinds."""
+    kinds = [[i for i in items if i.answerable], [i for i in items if not i.answerable]]
+    ranked = sorted(
+        (position / len(kind), k, item)
+        for k, kind in enumerate(kinds)
+        for position, item in enumerate(kind)
+    )
+    return [item for _, _, item in ranked]
 
 
 # stores ------------------------------------------------------------------------------------

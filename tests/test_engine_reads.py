@@ -156,10 +156,10 @@ def test_without_a_threshold_of_its_own_an_agent_declines_at_the_readers_card(
     engine: Engine,
 ) -> None:
     assert engine.reader is not None
-    threshold = engine.reader.answerable_threshold
+    rule = engine.reader.decline_rule("en")
     _, answer = ask(engine, "How much does membership cost?")
     (part,) = answer.trace.question_parts
-    assert part.answered == (part.answerable >= threshold)
+    assert part.answered == rule.answers(part.answerable, worded=True)  # word overlap answers it
     _, stricter = ask(engine, "How much does membership cost?", answerable_threshold=1.0)
     assert [p.answerable for p in stricter.trace.question_parts] == [part.answerable]
     assert stricter.declined

@@ -8,7 +8,7 @@ import datetime as dt
 
 import pytest
 
-from citewell.model import Conflict, PartReading, SentenceChoice
+from citewell.model import Conflict, DeclineRule, PartReading, SentenceChoice
 from citewell.read.lexical import LexicalReader
 from citewell.rerank import context_of, question_parts, read_evidence
 from tests.generate.samples import Doc, evidence
@@ -110,6 +110,31 @@ def test_the_evidence_read_carries_the_readers_sentence_choice_for_its_language(
         reader_first=0.4
     )
     assert read_evidence(english, reader, candidates=2, threshold=0.5).choice == SentenceChoice()
+
+
+class RuledReader(LexicalReader):
+    """Word overlap's scores, with a card that needs less of a part word overlap answers too."""
+
+    def decline_rule(self, language: str | None) -> DeclineRule:
+        return DeclineRule(worded=0.3, unworded=0.99)
+
+
+TIMES = [
+    Doc(["The shop opens at 9:00 and closes at 18:00."], filename="shop.md"),
+    Doc(["The old bridge opened in 1901."], filename="old-bridge.md"),
+    Doc(["The new bridge opened in 1950."], filename="new-bridge.md"),
+]
+
+
+def test_without_a_threshold_the_readers_rule_asks_whether_word_overlap_answers_too() -> None:
+    # Word overlap answers the first part with a time; the second, two sources answer alike, and
+    # its choice between them would be a guess: it declines.
+    asked = evidence("When does the shop open, and when did the bridge open?", TIMES)
+    opens, bridge = read_evidence(asked, RuledReader(), candidates=3).reading
+    assert opens.answered and opens.answerable < 0.99
+    assert not bridge.answered and bridge.answerable >= 0.3
+    ruled = read_evidence(asked, RuledReader(), candidates=3, threshold=0.25).reading
+    assert [part.answered for part in ruled] == [True, True]  # the agent's own threshold
 
 
 def test_a_part_two_dated_sources_answer_differently_carries_their_conflict() -> None:

@@ -331,11 +331,7 @@ class Engine:
             self.reader,
             candidates=self.library.settings.read.candidates,
             conflicts=self.library.settings.read.conflicts,
-            threshold=(
-                self.reader.answerable_threshold
-                if agent.answerable_threshold is None
-                else agent.answerable_threshold
-            ),
+            threshold=agent.answerable_threshold,  # None: the reader's card decides
         )
 
     def _verifier(self, agent: Agent) -> Verifier:

@@ -19,7 +19,7 @@ events of an answer are in ``events.py``.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, ClassVar, Literal, Self
@@ -47,6 +47,7 @@ __all__ = [
     "ConflictSide",
     "conflict_sides",
     "ConversationTurn",
+    "DeclineRule",
     "Evidence",
     "EvidenceSentence",
     "Filter",
@@ -81,6 +82,7 @@ __all__ = [
     "Trace",
     "Turn",
     "Verdict",
+    "WordAnswer",
 ]
 
 
@@ -490,9 +492,11 @@ class Agent(_Model):
         le=1,
         description="Least probability, by the reader, that the sources answer a part of the "
         "question for it to be answered; below it for every part, the reader declines (where "
-        "it decides: `declined_by`). None: the threshold on the reader's card, chosen when it "
-        "was calibrated as the highest that declines at most 8 % of the answerable questions "
-        "of articles it never trained on. Higher: fewer answers, more of them right.",
+        "it decides: `declined_by`). None: the decline rule on the reader's card for the "
+        "question's language, chosen when it was calibrated to decline the most unanswerable "
+        "questions while declining at most 8 % of the answerable ones of articles it never "
+        "trained on (a lower threshold where word overlap would answer the part too). Higher: "
+        "fewer answers, more of them right.",
     )
     declined_by: Literal["auto", "reader", "generator"] = Field(
         default="auto",
@@ -750,6 +754,48 @@ class Turn:
 
 
 @dataclass(frozen=True, slots=True)
+class WordAnswer:
+    """What word overlap (the extractive generator's lexical choice) would answer a part with."""
+
+    sentences: tuple[int, ...] = ()
+    """Its sentences (evidence indices), first said first: one, or those that answer together
+    (two neighbours, a table's rows); none where it declines."""
+    typed: bool = True
+    """Whether the first holds the kind of answer the part asks for (a date for "when", a name
+    for "who"); true where it asks for no particular kind."""
+
+    @property
+    def sure(self) -> bool:
+        """Whether it answers, with the kind of answer asked for: the agreement that lowers the
+        reader's decline threshold (``DeclineRule``)."""
+        return bool(self.sentences) and self.typed
+
+
+@dataclass(frozen=True, slots=True)
+class DeclineRule:
+    """When the sources do not answer a part: the reader's answerability for it is below a
+    threshold that is lower where word overlap would answer it too, with the kind of answer
+    asked for (``WordAnswer.sure``). Two judges that agree need less certainty from either;
+    where no sentence holds the part's words (or holds no name for "who"), the reader alone must
+    be surer. Fitted per language on the reader's calibration part and kept in its card; an
+    agent's own ``answerable_threshold`` is one threshold for both (``single``)."""
+
+    worded: float = 0.5
+    """The least answerability of a part that word overlap would answer too."""
+    unworded: float = 0.5
+    """The least answerability of a part that word overlap would decline, or answer with no
+    answer of the kind asked for."""
+
+    @classmethod
+    def single(cls, threshold: float) -> DeclineRule:
+        return cls(worded=threshold, unworded=threshold)
+
+    def answers(self, answerability: float, *, worded: bool) -> bool:
+        """Whether a part read this answerable is to be answered."""
+        return answerability >= (self.worded if worded else self.unworded)
+
+
+@dataclass(frozen=True, slots=True)
 class SentenceChoice:
     """Which sentence answers a part the reader found answered: word overlap's pick, the
     reader's likeliest, or both. Fitted per language on the reader's calibration part (articles
@@ -765,12 +811,13 @@ class SentenceChoice:
     """Where word overlap would decline the part, the reader's likeliest answers it when it
     scores this; below, the part goes unanswered."""
 
-    def answer(self, word: int | None, read: tuple[int, float] | None) -> list[int]:
-        """The part's answer sentences, first said first, from word overlap's pick (None where
-        it would decline) and the reader's likeliest with its score (None: nothing was read)."""
+    def answer(self, word: Sequence[int], read: tuple[int, float] | None) -> list[int]:
+        """The part's answer sentences, first said first, from word overlap's
+        (``WordAnswer.sentences``) and the reader's likeliest with its score (None: nothing was
+        read)."""
         if read is not None and read[1] >= self.reader_first:
             return [read[0]]
-        picks = [word] if word is not None else []
+        picks = list(word)
         if read is not None and read[0] not in picks:
             if read[1] >= (self.both if picks else self.read_alone):
                 picks.append(read[0])

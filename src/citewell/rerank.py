@@ -19,13 +19,17 @@ from collections.abc import Sequence
 
 from citewell.cite.evidence import build_evidence, is_heading
 from citewell.conflicts import find_conflict
+from citewell.generate.extractive import ExtractiveGenerator
 from citewell.language import is_cjk
-from citewell.model import Conflict, Evidence, EvidenceSentence, PartReading
+from citewell.model import Conflict, DeclineRule, Evidence, EvidenceSentence, PartReading
 from citewell.read import Reader
 from citewell.read.lexical import LexicalReader
 
 __all__ = ["context_of", "question_parts", "read_evidence"]
 
+_WORD_OVERLAP = ExtractiveGenerator()
+"""Whose answer to a part the decline rule asks about: the extractive generator's lexical
+choice, the judge the rule was fitted beside (``read.training.decline``)."""
 CONFLICT_READ = 8
 """A part's best answers that another source may contradict (those read at least an eighth as
 likely to answer as the best): each is compared with every sentence of the other sources. On
@@ -39,18 +43,27 @@ def read_evidence(
     reader: Reader,
     *,
     candidates: int,
-    threshold: float,
+    threshold: float | None = None,
     conflicts: bool = True,
 ) -> Evidence:
     """The evidence with the reader's ``reading`` of each question part, its passages reordered
     by the best score any of their sentences got (retrieval order among equals), and how the
     reader's card chooses a part's sentence in its language; with ``conflicts``, each part's
-    disagreement between sources, if any."""
+    disagreement between sources, if any.
+
+    A part is answered where its answerability reaches ``threshold``, or without one, the
+    reader's decline rule for the language: a lower threshold where word overlap would answer
+    the part too (``model.DeclineRule``)."""
     readable = [s for s in evidence.sentences if not is_heading(evidence, s)]
     if not readable:
         return evidence
+    rule = (
+        reader.decline_rule(evidence.language)
+        if threshold is None
+        else DeclineRule.single(threshold)
+    )
     readings = [
-        _read_part(part, readable, evidence, reader, candidates=candidates, threshold=threshold)
+        _read_part(part, readable, evidence, reader, candidates=candidates, rule=rule)
         for part in question_parts(evidence.question)
     ]
     if conflicts:
@@ -69,7 +82,7 @@ def _read_part(
     reader: Reader,
     *,
     candidates: int,
-    threshold: float,
+    rule: DeclineRule,
 ) -> PartReading:
     overlap = LexicalReader().score_answers(part, [s.text for s in readable])
     ranked = sorted(range(len(readable)), key=lambda i: (-overlap[i], i))
@@ -82,7 +95,8 @@ def _read_part(
         ((s.number, float(score)) for s, score in zip(read, scores, strict=True)),
         key=lambda pair: (-pair[1], pair[0]),
     )
-    return PartReading(part, answerable, answerable >= threshold, tuple(answers))
+    worded = rule.worded == rule.unworded or _WORD_OVERLAP.word_choice(evidence, part).sure
+    return PartReading(part, answerable, rule.answers(answerable, worded=worded), tuple(answers))
 
 
 def _conflict(evidence: Evidence, reading: PartReading) -> Conflict | None:

@@ -49,19 +49,6 @@ def cited(response: object) -> list[tuple[str, str]]:
     return [(part.text, a.filename) for a in part.annotations]
 
 
-# Known shortfalls of the shipped reader (run 3), kept as strict expected failures so that the
-# test passes, and must be unmarked, the day a reader answers them: it reads the refund sentences
-# as not answering these questions (their answerability is below its card's threshold), and the
-# extractive generator cannot overrule it.
-BELOW_THRESHOLD = pytest.mark.xfail(
-    strict=True,
-    reason="the shipped reader finds the refund questions unanswered: answerability 0.34 for "
-    "'What is our refund policy?' against its card's threshold 0.36 (docs/benchmarks.md, "
-    "'The right judge for each decision')",
-)
-
-
-@BELOW_THRESHOLD
 def test_the_refund_policy_is_answered_from_the_handbooks_refunds_section(
     client: openai.OpenAI,
 ) -> None:
@@ -93,22 +80,50 @@ def test_two_questions_asked_as_one_are_both_answered_each_with_its_citation(
     )
     message = completion.choices[0].message
     answer, _ = message.content.split("\n\nSources:")  # the footer Chat clients show
-    price, hours = answer.split(". ", 1)
-    assert (
-        price
-        == "Membership costs 40 euros a year, or 15 euros for students and people on a low income"
+    price, *hours = answer.split("\n")  # a table's rows are said a line each
+    assert price == (
+        "Membership costs 40 euros a year, or 15 euros for students and people on a low income."
     )
-    assert hours.rstrip(".").strip("|").strip() in section("Opening hours")
-    assert len(message.annotations) == 2
+    assert hours[:3] == [  # the opening-hours table, each row as ingest reads it
+        "Day: Tuesday; Open: 17:00; Close: 21:00; Mechanic on duty: yes",
+        "Day: Thursday; Open: 17:00; Close: 21:00; Mechanic on duty: yes",
+        "Day: Saturday; Open: 10:00; Close: 16:00; Mechanic on duty: no",
+    ]
+    assert all(line in section("Opening hours") for line in hours[3:])  # the Saturday note
+    assert len(message.annotations) == 1 + len(hours)  # every line cites its own
 
 
-@BELOW_THRESHOLD
-def test_two_questions_about_a_document_sent_with_the_request_are_both_answered(url: str) -> None:
-    policy = (
-        "Refunds: you may return any item within 30 days of purchase for a full refund. "
-        "Gift cards: gift cards never expire and can be spent in the shop or online. "
-        "Shipping: orders above fifty euros ship free."
-    )
+SHOP_POLICY = (
+    "Refunds: you may return any item within 30 days of purchase for a full refund. "
+    "Gift cards: gift cards never expire and can be spent in the shop or online. "
+    "Shipping: orders above fifty euros ship free."
+)
+PLAIN_FACTS = (  # the newcomer's document of the issue that asked for this
+    "The grass is green. The sky is blue. Refunds are accepted within 30 days with a receipt. "
+    "Gift cards never expire."
+)
+
+
+@pytest.mark.parametrize(
+    ("document", "quoted"),
+    [
+        (
+            SHOP_POLICY,
+            [
+                "Refunds: you may return any item within 30 days of purchase for a full refund.",
+                "Gift cards: gift cards never expire and can be spent in the shop or online.",
+            ],
+        ),
+        (
+            PLAIN_FACTS,
+            ["Refunds are accepted within 30 days with a receipt.", "Gift cards never expire."],
+        ),
+    ],
+    ids=["shop-policy", "plain-facts"],
+)
+def test_two_questions_about_a_document_sent_with_the_request_are_both_answered(
+    url: str, document: str, quoted: list[str]
+) -> None:
     client = anthropic.Anthropic(base_url=url, api_key="unused", max_retries=0, timeout=120)
     message = client.messages.create(
         model="citewell-agent",
@@ -119,7 +134,7 @@ def test_two_questions_about_a_document_sent_with_the_request_are_both_answered(
                 "content": [
                     {
                         "type": "document",
-                        "source": {"type": "text", "media_type": "text/plain", "data": policy},
+                        "source": {"type": "text", "media_type": "text/plain", "data": document},
                         "title": "Shop policy",
                         "citations": {"enabled": True},
                     },
@@ -131,8 +146,5 @@ def test_two_questions_about_a_document_sent_with_the_request_are_both_answered(
             }
         ],
     )
-    quoted = [c.cited_text.strip() for block in message.content for c in block.citations or ()]
-    assert quoted == [
-        "Refunds: you may return any item within 30 days of purchase for a full refund.",
-        "Gift cards: gift cards never expire and can be spent in the shop or online.",
-    ]
+    cited = [c.cited_text.strip() for block in message.content for c in block.citations or ()]
+    assert cited == quoted

@@ -14,7 +14,7 @@ import pytest
 from citewell.events import CitedSentence, Declined, Draft, Remark
 from citewell.generate.answer_types import AnswerType, carries, expected_type, without_type_phrase
 from citewell.generate.extractive import ExtractiveGenerator, Weights
-from citewell.model import Agent, Conflict, Evidence, PartReading, SentenceChoice
+from citewell.model import Agent, Conflict, Evidence, PartReading, SentenceChoice, WordAnswer
 from tests.generate.samples import REFUNDS, SHIPPING, Doc, evidence, split_sentences
 
 WARSAW = 0
@@ -268,6 +268,64 @@ def test_three_sentences_answering_equally_well_are_a_guess_even_in_one_passage(
         ],
     )
     assert drafts(found) == [Declined()]
+
+
+def test_word_overlaps_answer_says_whether_it_holds_the_kind_of_answer_asked_for() -> None:
+    found = evidence(
+        "When does the shop open? Who runs the shop?", [Doc(["The shop opens at 9:00."])]
+    )
+    timed = ExtractiveGenerator().word_choice(found, "When does the shop open?")
+    assert timed == WordAnswer((0,), typed=True) and timed.sure
+    unnamed = ExtractiveGenerator().word_choice(found, "Who runs the shop?")  # no one's name
+    assert unnamed == WordAnswer((0,), typed=False) and not unnamed.sure
+
+
+# tables ----------------------------------------------------------------------------------------
+HOURS = Doc(
+    [
+        "Opening hours",
+        "Day: Tuesday; Open: 17:00; Close: 21:00; Mechanic on duty: yes",
+        "Day: Thursday; Open: 17:00; Close: 21:00; Mechanic on duty: yes",
+        "Day: Saturday; Open: 10:00; Close: 16:00; Mechanic on duty: no",
+    ],
+    headings=("Opening hours",),
+)
+SATURDAYS = Doc(["On Saturdays the workshop is open for self-service only."], filename="note.md")
+
+
+def test_a_question_naming_a_tables_column_is_answered_by_its_rows_a_line_each() -> None:
+    # The note holds every word of the question but no time; the column "Open" holds times.
+    found = evidence("When is the workshop open?", [HOURS, SATURDAYS])
+    assert drafts(found) == [
+        CitedSentence("Day: Tuesday; Open: 17:00; Close: 21:00; Mechanic on duty: yes", (2,)),
+        CitedSentence("\nDay: Thursday; Open: 17:00; Close: 21:00; Mechanic on duty: yes", (3,)),
+        CitedSentence("\nDay: Saturday; Open: 10:00; Close: 16:00; Mechanic on duty: no", (4,)),
+    ]
+
+
+def test_the_row_a_question_names_answers_it_alone() -> None:
+    found = evidence("Is a mechanic on duty on Saturday?", [HOURS, SATURDAYS])
+    assert drafts(found) == [
+        CitedSentence("Day: Saturday; Open: 10:00; Close: 16:00; Mechanic on duty: no", (4,))
+    ]
+
+
+def test_a_long_table_whose_rows_all_answer_alike_is_declined_not_recited() -> None:
+    days = [f"Day: {n}; Open: 09:00; Close: 17:00" for n in range(1, 11)]
+    found = evidence("When is the library open?", [Doc(days, headings=("Hours",))])
+    assert drafts(found) == [Declined()]
+
+
+def test_where_a_reader_read_the_part_the_rows_are_word_overlaps_answer_to_say_first() -> None:
+    found = read(
+        evidence("When is the workshop open?", [HOURS, SATURDAYS]),
+        ("When is the workshop open?", True, {5: 0.5, 2: 0.12}),
+    )
+    said = drafts(dataclasses.replace(found, choice=SentenceChoice(both=0.05)))
+    assert [d.evidence for d in said if isinstance(d, CitedSentence)] == [(2,), (3,), (4,), (5,)]
+    assert said[-1] == CitedSentence(
+        "\nOn Saturdays the workshop is open for self-service only.", (5,)
+    )
 
 
 # determinism ---------------------------------------------------------------------------------

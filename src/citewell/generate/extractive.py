@@ -37,8 +37,10 @@ from citewell.documents import RequestSearchResult, given_documents
 from citewell.events import CitedSentence, Declined, Draft, Remark
 from citewell.generate.answer_types import carries, expected_type
 from citewell.generate.overlap import QuestionTerms, sentence_overlaps
+from citewell.generate.tables import tables
+from citewell.ingest.tables import row_headers
 from citewell.language import detect_language, is_cjk
-from citewell.model import Agent, Conflict, Evidence, PartReading, Source
+from citewell.model import Agent, Conflict, Evidence, PartReading, Source, WordAnswer
 
 __all__ = ["ExtractiveGenerator", "Features", "Weights", "sentence_features"]
 
@@ -87,6 +89,8 @@ class Weights:
     extra_gain: float = 0.5
     """Add a sentence only if this share of its question terms is missing from the answer."""
     max_sentences: int = 1
+    max_rows: int = 8
+    """The most rows of one table an answer says (``ExtractiveGenerator._table_answer``)."""
     second_hop: float = 1.01
     """Where a reader read the evidence: a sentence of another passage that it finds at least
     this likely to answer the same part follows the best one (the reader's probabilities are
@@ -198,7 +202,12 @@ class ExtractiveGenerator:
         candidates = [i for i, f in enumerate(features) if not f.heading]
         score = [w.score(f) for f in features]
         ranked = sorted(candidates, key=lambda i: (-score[i], i))
-        if not ranked or not self._answers(features[ranked[0]]):
+        if not ranked:
+            return []
+        rows = self._table_answer(evidence, features, score, ranked)
+        if rows is not None:
+            return rows
+        if not self._answers(features[ranked[0]]):
             return []
         best = ranked[0]
         chosen, covered = [best], set(features[best].matched)
@@ -234,6 +243,50 @@ class ExtractiveGenerator:
         # Supporting sentences after the best one, by passage rank, then in document order.
         first, rest = chosen[0], chosen[1:]
         return [first, *sorted(rest, key=lambda i: (evidence.sentences[i].passage_index, i))]
+
+    def _table_answer(
+        self,
+        evidence: Evidence,
+        features: Sequence[Features],
+        score: Sequence[float],
+        ranked: Sequence[int],
+    ) -> list[int] | None:
+        """Where the rows of a table answer, they do, in document order; None where the answer
+        is not a table's (the choice goes on as for prose); empty to decline.
+
+        The rows that answer are the best-scoring row and those of its table that score nearly
+        as well: every row where the question names none of them ("When is the workshop
+        open?"), the one it names otherwise ("... on Saturday?"). A table answers when its best
+        row is the best sentence, or when the best sentence lacks the kind of answer asked for
+        (no time for "when") and the question names a column of a table whose row holds one:
+        the column's header says what its values are, where prose repeating the question's words
+        says nothing of them. More than ``Weights.max_rows`` rows answering alike is a question
+        that names too little of a long table: it is declined, not answered with all of it."""
+        in_table = tables(evidence)
+        best = ranked[0]
+        if best in in_table:
+            first = best
+        elif features[best].answer_type < 0:
+            typed_rows = (
+                i
+                for i in ranked
+                if i in in_table
+                and features[i].answer_type > 0
+                and self._answers(features[i])
+                and in_table[i].named_by(features[i].matched, _language(evidence, i))
+            )
+            first = next(typed_rows, -1)
+            if first < 0:
+                return None
+        else:
+            return None
+        table = in_table[first]
+        near = [i for i in table.rows if score[first] - score[i] < self.weights.decline_margin]
+        if first == best and len(near) < 2:
+            return None  # one row answers, as one sentence of prose would
+        if not self._answers(features[first]) or len(near) > self.weights.max_rows:
+            return []
+        return near
 
     def choose_read(self, evidence: Evidence, *, max_sources: int) -> list[int]:
         """Indices of the sentences to answer with, where a reader read the evidence: for each
@@ -285,14 +338,14 @@ class ExtractiveGenerator:
         if part.conflict is not None:
             return [part.conflict.preferred - 1]
         read = (part.answers[0][0] - 1, part.answers[0][1]) if part.answers else None
-        return evidence.choice.answer(self.word_choice(evidence, part.text), read)
+        return evidence.choice.answer(self.word_choice(evidence, part.text).sentences, read)
 
-    def word_choice(self, evidence: Evidence, question: str) -> int | None:
-        """The sentence word overlap would answer ``question`` with (None where it would
-        decline)."""
+    def word_choice(self, evidence: Evidence, question: str) -> WordAnswer:
+        """What word overlap would answer ``question`` with, from this evidence."""
         asked = dataclasses.replace(evidence, question=question, reading=())
-        chosen = self.choose(asked, sentence_features(asked), max_sources=len(asked.passages))
-        return chosen[0] if chosen else None
+        features = sentence_features(asked)
+        chosen = self.choose(asked, features, max_sources=len(asked.passages))
+        return WordAnswer(tuple(chosen), typed=not chosen or features[chosen[0]].answer_type >= 0)
 
     def _answers(self, f: Features) -> bool:
         """Whether the best sentence answers well enough not to decline."""
@@ -325,9 +378,10 @@ def _current_copy(evidence: Evidence, index: int) -> int:
     return best
 
 
-def word_pick(question: str, sentences: Sequence[str], *, title: str | None) -> int | None:
-    """Which of ``sentences`` (one passage's, in order, under ``title``) word overlap would
-    answer ``question`` with, None where it would decline: the extractive generator's own choice,
+def word_pick(question: str, sentences: Sequence[str], *, title: str | None) -> WordAnswer:
+    """What word overlap would answer ``question`` with from ``sentences`` (one passage's, in
+    order, under ``title``; ``WordAnswer.sentences`` index them): the extractive generator's own
+    choice,
     for fitting a reader's sentence choice against it (``citewell.read.training.choice``)."""
     result = RequestSearchResult(index=0, source="sentences", title=title, blocks=tuple(sentences))
     passages = given_documents([result], limits=IngestSettings()).given.passages
@@ -338,6 +392,10 @@ def word_pick(question: str, sentences: Sequence[str], *, title: str | None) -> 
 def _adjacent(evidence: Evidence, one: int, other: int) -> bool:
     """Whether two evidence sentences follow one another in one passage."""
     return abs(one - other) == 1 and _passage(evidence, one) == _passage(evidence, other)
+
+
+def _language(evidence: Evidence, index: int) -> str | None:
+    return evidence.passages[_passage(evidence, index)].chunk.language
 
 
 def _passage(evidence: Evidence, index: int) -> int:
@@ -368,12 +426,16 @@ def _flowing(text: str) -> str:
 
 def _separator(previous: str, text: str) -> str:
     """What goes between two answer sentences: nothing before the first, nothing around Chinese
-    (written without spaces), else one space."""
+    (written without spaces), a line break before a table's row and after a sentence that ends
+    with no closing punctuation (a row, a list item: run on, they would read as one), else one
+    space."""
     before = previous.rstrip()
     if not before:
         return ""
     if before[-1] in _CJK_CLOSERS or is_cjk(before[-1]) or (text and is_cjk(text[0])):
         return ""
+    if before[-1].isalnum() or row_headers(text) is not None:
+        return "\n"
     return " "
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import zip_longest
 
-__all__ = ["format_row", "labelled"]
+__all__ = ["format_row", "labelled", "row_headers"]
 
 PAIR_SEPARATOR = "; "
+LABEL_SEPARATOR = ": "
 
 
 def format_row(headers: Sequence[str], values: Sequence[str]) -> str:
@@ -37,10 +38,29 @@ def labelled(headers: Sequence[str], values: Sequence[str]) -> list[tuple[str, i
         if not collapse(value):
             continue
         header = collapse(header)
-        pairs.append((f"{header}: " if header else "", column))
+        pairs.append((f"{header}{LABEL_SEPARATOR}" if header else "", column))
     return pairs
 
 
 def collapse(text: str) -> str:
     """Collapse runs of whitespace to one space and trim the ends."""
     return " ".join(text.split())
+
+
+def row_headers(text: str) -> tuple[str, ...] | None:
+    """The column headers of a row as ``format_row`` wrote it, in order; None for text that
+    does not read as a row of at least two labelled values.
+
+    A sentence of prose may hold one "label: value" by chance; a row holds one per column, so
+    its rows read back the same headers, which is how a reader of the text tells a table apart
+    (``citewell.generate.tables``)."""
+    pairs = text.strip().split(PAIR_SEPARATOR)
+    if len(pairs) < 2:
+        return None
+    headers = []
+    for pair in pairs:
+        header, separator, value = pair.partition(LABEL_SEPARATOR)
+        if not separator or not header.strip() or not value.strip() or len(header) > 60:
+            return None
+        headers.append(header.strip())
+    return tuple(headers)

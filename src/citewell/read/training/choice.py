@@ -27,10 +27,10 @@ from typing import Protocol
 
 import numpy as np
 
-from citewell.model import SentenceChoice
+from citewell.model import SentenceChoice, WordAnswer
 from citewell.read.training.data import Group
 
-__all__ = ["Pick", "WordPick", "fit_choices", "picks"]
+__all__ = ["Pick", "WordPick", "fit_choices", "picks", "word_picks"]
 
 THRESHOLDS = (*(round(0.05 * i, 2) for i in range(1, 20)), 1.01)
 """The grid each of a choice's three thresholds is fitted on (1.01: never)."""
@@ -41,8 +41,9 @@ class Pick:
     """What each judge makes of one calibration question the reader let through."""
 
     language: str
-    word: int | None
-    """Word overlap's pick (a candidate's index), None where it declines."""
+    word: tuple[int, ...]
+    """Word overlap's answer (candidates' indices): one, those that answer together, or none
+    where it declines."""
     read: tuple[int, float]
     """The reader's likeliest candidate and its score."""
     gold: frozenset[int]
@@ -59,32 +60,42 @@ class Pick:
 
 class WordPick(Protocol):
     """Which of a paragraph's sentences, under its title, word overlap answers a question with
-    (None: it declines): the extractive generator's ``word_pick``, passed in by whoever
+    (none: it declines): the extractive generator's ``word_pick``, passed in by whoever
     calibrates (a reader knows nothing of generators)."""
 
     def __call__(
         self, question: str, sentences: Sequence[str], *, title: str | None
-    ) -> int | None: ...
+    ) -> WordAnswer: ...
+
+
+def word_picks(groups: Sequence[Group], word_pick: WordPick) -> list[WordAnswer]:
+    """Word overlap's answer to each ``answers`` group (none for a claim), its candidates read
+    as one passage under its title, the way the engine reads a source."""
+    return [
+        word_pick(g.first, g.candidates, title=g.contexts[0] if g.contexts else None)
+        if g.task == "answers" and g.candidates
+        else WordAnswer()
+        for g in groups
+    ]
 
 
 def picks(
     groups: Sequence[Group],
     scores: Sequence[np.ndarray],
     answered: Sequence[bool],
-    word_pick: WordPick,
+    words: Sequence[WordAnswer],
 ) -> list[Pick]:
-    """Both judges' picks for each ``answers`` group the reader answers (``answered``), its
-    candidates read as one passage under its title, the way the engine reads a source."""
+    """Both judges' picks for each ``answers`` group the reader answers (``answered``), word
+    overlap's answer to each being ``words`` (``word_picks``)."""
     found = []
-    for group, score, through in zip(groups, scores, answered, strict=True):
+    for group, score, through, word in zip(groups, scores, answered, words, strict=True):
         if group.task != "answers" or not through or not group.candidates:
             continue
-        title = group.contexts[0] if group.contexts else None
         best = int(np.argmax(score))
         found.append(
             Pick(
                 language=group.language,
-                word=word_pick(group.first, group.candidates, title=title),
+                word=word.sentences,
                 read=(best, float(score[best])),
                 gold=frozenset(i for i, label in enumerate(group.labels) if label),
             )

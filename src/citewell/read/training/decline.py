@@ -1,0 +1,146 @@
+"""Fitting the decline rule: below which answerability a part goes unanswered, per language and
+by whether word overlap would answer it too (``model.DeclineRule``).
+
+The rule is chosen on the calibration part by one stated aim: decline as many of its
+unanswerable questions as possible while declining at most ``FALSE_REFUSAL`` of its answerable
+ones, in each language. A refusal of a question the documents answer is the failure a person
+notices first, so that share is the constraint, and the other is what is won.
+
+Why two thresholds: on the calibration part, a question whose words no sentence holds (word
+overlap declines it) is unanswerable about twice as often as one that word overlap would answer;
+with one threshold for both, a language's budget of false refusals is spent on questions the
+two judges agree on. How much the second threshold wins is in the calibration figures
+(``figures``: the single threshold's refusal beside the rule's) and docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from citewell.model import DeclineRule
+
+__all__ = ["FALSE_REFUSAL", "MIN_ANSWERABLE", "decline_threshold", "fit_decline_rules"]
+
+FALSE_REFUSAL = 0.08
+"""The share of answerable questions the rule may decline. Below the 0.10 that answers are held
+to on held-out data (docs/benchmarks.md), since the calibration part is a sample of its own."""
+MIN_ANSWERABLE = 20
+"""The fewest answerable questions on each side (worded, unworded) for a language to get two
+thresholds; with fewer, a threshold would be fitted to a handful of questions, and the language
+gets one threshold for both."""
+
+
+def decline_threshold(
+    best: Sequence[float], answerable: Sequence[bool], false_refusal: float = FALSE_REFUSAL
+) -> float:
+    """The highest answerability threshold that declines at most ``false_refusal`` of the
+    answerable questions, midway between two observed scores; 0.5 when the questions hold no
+    unanswerable one (or no answerable one)."""
+    scores = np.asarray(best, dtype=np.float64)
+    kept = np.asarray(answerable, dtype=bool)
+    if kept.all() or not kept.any():
+        return 0.5
+    return _highest_declining(scores, kept, int(false_refusal * kept.sum()))
+
+
+def fit_decline_rules(
+    answerability: Sequence[float],
+    answerable: Sequence[bool],
+    worded: Sequence[bool],
+    languages: Sequence[str],
+    false_refusal: float = FALSE_REFUSAL,
+) -> tuple[dict[str, DeclineRule], dict[str, dict[str, float]]]:
+    """The rule for each language, and ``"*"`` for all of them together; and per language, its
+    thresholds' refusal of unanswerable and false refusal of answerable questions beside those
+    of a single threshold."""
+    scores = np.asarray(answerability, dtype=np.float64)
+    kept = np.asarray(answerable, dtype=bool)
+    agree = np.asarray(worded, dtype=bool)
+    spoken = np.asarray(languages)
+    rules: dict[str, DeclineRule] = {}
+    figures: dict[str, dict[str, float]] = {}
+    for language in [*sorted(set(languages)), "*"]:
+        mask = np.ones(len(scores), dtype=bool) if language == "*" else spoken == language
+        if not mask.any():
+            continue
+        rule = _fit(scores[mask], kept[mask], agree[mask], false_refusal)
+        single = decline_threshold(list(scores[mask]), list(kept[mask]), false_refusal)
+        rules[language] = rule
+        figures[language] = {
+            "questions": int(mask.sum()),
+            "worded": round(rule.worded, 4),
+            "unworded": round(rule.unworded, 4),
+            **_rates("", rule, scores[mask], kept[mask], agree[mask]),
+            "single threshold": round(single, 4),
+            **_rates("single ", DeclineRule.single(single), scores[mask], kept[mask], agree[mask]),
+        }
+    return rules, figures
+
+
+def _fit(
+    scores: np.ndarray, kept: np.ndarray, agree: np.ndarray, false_refusal: float
+) -> DeclineRule:
+    """The two thresholds that decline the most unanswerable questions within the budget of
+    answerable ones (ties: the fewer answerable declined, then the closer to one threshold)."""
+    if kept.all() or not kept.any():
+        return DeclineRule()
+    single = DeclineRule.single(_highest_declining(scores, kept, int(false_refusal * kept.sum())))
+    if min((kept & agree).sum(), (kept & ~agree).sum()) < MIN_ANSWERABLE:
+        return single
+    budget = int(false_refusal * kept.sum())
+    best, best_key = single, _key(single, single, scores, kept, agree)
+    words, others = scores[agree], scores[~agree]
+    for worded in _thresholds(words):
+        spent = int((words[kept[agree]] < worded).sum())
+        if spent > budget:
+            break  # higher thresholds only spend more
+        unworded = _highest_declining(others, kept[~agree], budget - spent)
+        rule = DeclineRule(worded=worded, unworded=unworded)
+        key = _key(rule, single, scores, kept, agree)
+        if key > best_key:
+            best, best_key = rule, key
+    return best
+
+
+def _thresholds(scores: np.ndarray) -> list[float]:
+    """Every threshold that splits these scores differently: midway between neighbours, and
+    below the lowest."""
+    ordered = np.unique(scores)
+    if not len(ordered):
+        return [0.0]
+    return [float(ordered[0] - 1e-3), *((ordered[:-1] + ordered[1:]) / 2).tolist()]
+
+
+def _highest_declining(scores: np.ndarray, kept: np.ndarray, allowed: int) -> float:
+    """The highest threshold that declines at most ``allowed`` of the answerable scores (all of
+    them, where that is allowed: above the highest score), midway between observed scores."""
+    answered = np.sort(scores[kept])
+    if allowed >= len(answered):
+        return float(min(1.0, scores.max() + 1e-3))
+    upper = answered[allowed]  # the lowest answerable one kept
+    below = scores[scores < upper]
+    lower = below.max() if len(below) else upper - 1e-3
+    return float((upper + lower) / 2)
+
+
+def _key(
+    rule: DeclineRule, single: DeclineRule, scores: np.ndarray, kept: np.ndarray, agree: np.ndarray
+) -> tuple[int, int, float]:
+    declined = _declined(rule, scores, agree)
+    apart = abs(rule.worded - single.worded) + abs(rule.unworded - single.unworded)
+    return int((declined & ~kept).sum()), -int((declined & kept).sum()), -apart
+
+
+def _declined(rule: DeclineRule, scores: np.ndarray, agree: np.ndarray) -> np.ndarray:
+    return np.where(agree, scores < rule.worded, scores < rule.unworded)
+
+
+def _rates(
+    prefix: str, rule: DeclineRule, scores: np.ndarray, kept: np.ndarray, agree: np.ndarray
+) -> dict[str, float]:
+    declined = _declined(rule, scores, agree)
+    refusal = float(declined[~kept].mean()) if (~kept).any() else 0.0
+    false = float(declined[kept].mean()) if kept.any() else 0.0
+    return {f"{prefix}refusal": round(refusal, 4), f"{prefix}false refusal": round(false, 4)}

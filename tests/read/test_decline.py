@@ -1,0 +1,87 @@
+"""The decline rule fitted on the calibration part: as many unanswerable questions declined as
+possible, at most a set share of the answerable ones, with a lower threshold where word overlap
+would answer too."""
+
+from __future__ import annotations
+
+import pytest
+
+from citewell.model import DeclineRule
+from citewell.read.training.decline import MIN_ANSWERABLE, decline_threshold, fit_decline_rules
+
+
+def test_the_decline_threshold_lies_between_answerable_and_unanswerable_best_scores() -> None:
+    best = [0.9, 0.8, 0.7, 0.35, 0.3, 0.1]
+    answerable = [True, True, True, False, False, False]
+    assert decline_threshold(best, answerable) == pytest.approx((0.7 + 0.35) / 2)
+
+
+def test_the_decline_threshold_declines_at_most_the_given_share_of_answerable_questions() -> None:
+    answered = [0.95, 0.9, 0.9, 0.85, 0.8, 0.8, 0.75, 0.7, 0.6, 0.2]
+    unanswered = [0.65, 0.5, 0.4, 0.1]
+    best, answerable = answered + unanswered, [True] * 10 + [False] * 4
+    threshold = decline_threshold(best, answerable, false_refusal=0.1)
+    assert threshold == pytest.approx((0.6 + 0.5) / 2)  # 0.2 declined, 0.6 kept
+    assert decline_threshold(best, answerable, false_refusal=0.0) == pytest.approx(0.15)
+    assert decline_threshold(best, answerable, false_refusal=0.2) == pytest.approx(0.675)
+
+
+def test_by_default_at_most_8_percent_of_the_answerable_questions_are_declined() -> None:
+    answered = [0.9] * 22 + [0.4, 0.3, 0.2]  # 2 of 25 is 8 %, 3 would be 12 %
+    unanswered = [0.25, 0.1]
+    threshold = decline_threshold(answered + unanswered, [True] * 25 + [False] * 2)
+    assert threshold == pytest.approx((0.4 + 0.3) / 2)
+    assert sum(score < threshold for score in answered) == 2
+
+
+def test_with_nothing_to_tell_apart_the_threshold_stays_even() -> None:
+    assert decline_threshold([0.9, 0.2], [True, True]) == 0.5
+    assert decline_threshold([], []) == 0.5
+
+
+def test_a_part_word_overlap_answers_too_needs_less_of_the_reader() -> None:
+    rule = DeclineRule(worded=0.3, unworded=0.6)
+    assert rule.answers(0.4, worded=True)
+    assert not rule.answers(0.4, worded=False)
+    assert DeclineRule.single(0.4).answers(0.4, worded=False)
+
+
+def sample(worded: bool, answered: list[float], unanswered: list[float]) -> list[tuple]:
+    return [(a, True, worded) for a in answered] + [(a, False, worded) for a in unanswered]
+
+
+def fit(questions: list[tuple], language: str = "en") -> tuple[DeclineRule, dict[str, float]]:
+    scores, answerable, worded = zip(*questions, strict=True)
+    rules, figures = fit_decline_rules(scores, answerable, worded, [language] * len(scores))
+    assert rules["*"] == rules[language]
+    return rules[language], figures[language]
+
+
+def test_where_the_judges_disagree_more_is_declined_within_the_same_false_refusals() -> None:
+    # One threshold cannot decline the unworded unanswerable 0.5s without five worded
+    # answerable 0.45s, past the 8 % of 50 allowed; two thresholds decline every unanswerable.
+    questions = sample(True, [0.9] * 20 + [0.45] * 5, [0.35] * 5)
+    questions += sample(False, [0.8] * 25, [0.5] * 10)
+    rule, figures = fit(questions)
+    assert rule.worded == pytest.approx((0.45 + 0.35) / 2)
+    assert rule.unworded == pytest.approx((0.8 + 0.5) / 2)
+    assert figures["refusal"] == 1.0 and figures["false refusal"] == 0.0
+    assert figures["single refusal"] == round(5 / 15, 4)
+
+
+def test_with_too_few_answerable_questions_on_a_side_a_language_gets_one_threshold() -> None:
+    few = MIN_ANSWERABLE - 1
+    questions = sample(True, [0.9] * 40, [0.2] * 5) + sample(False, [0.8] * few, [0.5] * 10)
+    rule, figures = fit(questions)
+    assert rule.worded == rule.unworded == figures["single threshold"]
+
+
+def test_each_language_gets_its_own_rule_and_any_other_the_rule_of_all() -> None:
+    english = sample(True, [0.9] * 30, [0.1] * 5) + sample(False, [0.9] * 30, [0.1] * 5)
+    chinese = sample(True, [0.6] * 30, [0.5] * 5) + sample(False, [0.6] * 30, [0.5] * 5)
+    scores, answerable, worded = zip(*(english + chinese), strict=True)
+    languages = ["en"] * len(english) + ["zh"] * len(chinese)
+    rules, _ = fit_decline_rules(scores, answerable, worded, languages)
+    assert set(rules) == {"en", "zh", "*"}
+    assert rules["en"] == DeclineRule.single((0.9 + 0.1) / 2)
+    assert rules["zh"] == DeclineRule.single((0.6 + 0.5) / 2)
