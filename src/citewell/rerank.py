@@ -95,7 +95,9 @@ def _read_part(
         ((s.number, float(score)) for s, score in zip(read, scores, strict=True)),
         key=lambda pair: (-pair[1], pair[0]),
     )
-    worded = rule.worded == rule.unworded or _WORD_OVERLAP.word_choice(evidence, part).sure
+    # Word overlap is asked only where its answer decides: between the rule's two thresholds.
+    undecided = rule.worded <= answerable < rule.unworded
+    worded = undecided and _WORD_OVERLAP.word_choice(evidence, part).sure
     return PartReading(part, answerable, rule.answers(answerable, worded=worded), tuple(answers))
 
 

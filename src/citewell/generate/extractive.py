@@ -381,8 +381,8 @@ def _current_copy(evidence: Evidence, index: int) -> int:
 def word_pick(question: str, sentences: Sequence[str], *, title: str | None) -> WordAnswer:
     """What word overlap would answer ``question`` with from ``sentences`` (one passage's, in
     order, under ``title``; ``WordAnswer.sentences`` index them): the extractive generator's own
-    choice,
-    for fitting a reader's sentence choice against it (``citewell.read.training.choice``)."""
+    choice, for fitting a reader's decline rule and sentence choice beside it
+    (``citewell.read.training``)."""
     result = RequestSearchResult(index=0, source="sentences", title=title, blocks=tuple(sentences))
     passages = given_documents([result], limits=IngestSettings()).given.passages
     language = detect_language(question) or passages[0].source.language

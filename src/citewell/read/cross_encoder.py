@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -47,6 +47,7 @@ from citewell.read.pairs import PairLimits, pair_ids
 __all__ = ["CrossEncoderReader", "ReaderCard", "reader_recipe"]
 
 _COLUMN: dict[Task, int] = {"answers": 0, "supports": 1}
+_Fitted = TypeVar("_Fitted", DeclineRule, SentenceChoice)
 """The head's logit for each task."""
 
 
@@ -115,6 +116,12 @@ def reader_recipe(card: ReaderCard, delta: ReaderDelta) -> Recipe:
     )
 
 
+def _for_language(fitted: Mapping[str, _Fitted], language: str | None) -> _Fitted | None:
+    """What the card fitted for this language, else for any language (``"*"``); None for a run
+    not yet calibrated."""
+    return fitted.get(language or "*") or fitted.get("*")
+
+
 def _to_stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -154,12 +161,10 @@ class CrossEncoderReader:
         return self._blend("supports").scores(self.signals("supports", claim, spans))
 
     def decline_rule(self, language: str | None) -> DeclineRule:
-        declines = self._card.declines
-        return declines.get(language or "*") or declines.get("*") or DeclineRule()
+        return _for_language(self._card.declines, language) or DeclineRule()
 
     def sentence_choice(self, language: str | None) -> SentenceChoice:
-        choices = self._card.choices
-        return choices.get(language or "*") or choices.get("*") or SentenceChoice()
+        return _for_language(self._card.choices, language) or SentenceChoice()
 
     def signals(
         self, task: Task, first: str, seconds: Sequence[str], contexts: Sequence[str] = ()
