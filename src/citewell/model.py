@@ -19,7 +19,7 @@ events of an answer are in ``events.py``.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, ClassVar, Literal, Self
@@ -763,6 +763,10 @@ class WordAnswer:
     typed: bool = True
     """Whether the first holds the kind of answer the part asks for (a date for "when", a name
     for "who"); true where it asks for no particular kind."""
+    rows: bool = False
+    """Whether they are a table's rows that answer together ("When is the workshop open?": a
+    row a day). They are said as they are whatever the reader's likeliest: it reads one sentence
+    at a time, and never trained on a table's rows."""
 
     @property
     def sure(self) -> bool:
@@ -811,13 +815,15 @@ class SentenceChoice:
     """Where word overlap would decline the part, the reader's likeliest answers it when it
     scores this; below, the part goes unanswered."""
 
-    def answer(self, word: Sequence[int], read: tuple[int, float] | None) -> list[int]:
-        """The part's answer sentences, first said first, from word overlap's
-        (``WordAnswer.sentences``) and the reader's likeliest with its score (None: nothing was
-        read)."""
+    def answer(self, word: WordAnswer, read: tuple[int, float] | None) -> list[int]:
+        """The part's answer sentences, first said first, from word overlap's answer and the
+        reader's likeliest with its score (None: nothing was read); a table's rows that answer
+        together are the answer (``WordAnswer.rows``)."""
+        if word.rows:
+            return list(word.sentences)
         if read is not None and read[1] >= self.reader_first:
             return [read[0]]
-        picks = list(word)
+        picks = list(word.sentences)
         if read is not None and read[0] not in picks:
             if read[1] >= (self.both if picks else self.read_alone):
                 picks.append(read[0])

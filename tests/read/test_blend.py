@@ -23,6 +23,12 @@ def test_a_blend_weighs_every_signal() -> None:
     assert blend.spec()["signals"] == list(SIGNALS)
 
 
+def test_a_blend_says_which_signals_its_score_depends_on() -> None:
+    # The reader skips e5's pass per candidate for a task whose blends give its cosine no weight.
+    assert Blend().weighs("network") and not Blend().weighs("cosine")
+    assert Blend((0.4, 2.4, 0.0)).weighs("overlap") and not Blend((0.4, 2.4, 0.0)).weighs("cosine")
+
+
 def test_fitting_recovers_the_weights_that_made_the_labels() -> None:
     rng = np.random.default_rng(0)
     signals = np.stack(

@@ -15,7 +15,7 @@ WORD_ONLY = SentenceChoice(read_alone=1.01)
 
 def pick(language: str, word: int | None, read: tuple[int, float], gold: set[int]) -> Pick:
     """A question word overlap answers with sentence ``word`` (None: declines)."""
-    return Pick(language, () if word is None else (word,), read, frozenset(gold))
+    return Pick(language, WordAnswer(() if word is None else (word,)), read, frozenset(gold))
 
 
 def test_a_right_answer_is_worth_one_a_wrong_or_missing_one_nothing() -> None:
@@ -45,8 +45,8 @@ def test_each_language_gets_the_judge_that_is_right_more_often_there() -> None:
     found = [pick("en", 0, (1, 0.8), {0}) for _ in range(5)]
     found += [pick("zh", 0, (1, 0.8), {1}) for _ in range(5)]
     choices, figures = fit_choices(found)
-    assert choices["en"].answer((0,), (1, 0.8)) == [0]
-    assert choices["zh"].answer((0,), (1, 0.8)) == [1]
+    assert choices["en"].answer(WordAnswer((0,)), (1, 0.8)) == [0]
+    assert choices["zh"].answer(WordAnswer((0,)), (1, 0.8)) == [1]
     assert figures["zh"] == {
         "questions": 5,
         "word overlap's pick": 0.0,
@@ -54,6 +54,13 @@ def test_each_language_gets_the_judge_that_is_right_more_often_there() -> None:
         "the reader's likeliest": 1.0,
         "fitted": 1.0,
     }
+
+
+def test_a_tables_rows_that_answer_together_are_said_whatever_the_reader_reads() -> None:
+    hours = WordAnswer((2, 3, 4), rows=True)  # a row a day
+    assert SentenceChoice(reader_first=0.0).answer(hours, (0, 0.99)) == [2, 3, 4]
+    prose = WordAnswer((2, 3))  # a rule and its exception: the reader may still say its own
+    assert SentenceChoice(reader_first=0.0).answer(prose, (0, 0.99)) == [0]
 
 
 def test_the_reader_answers_alone_from_where_its_scores_start_to_be_right() -> None:
@@ -85,6 +92,6 @@ def test_picks_are_made_as_the_engine_makes_them_for_the_groups_let_through() ->
     # Word overlap answers with the opening time, a time for "when"; a claim it does not answer.
     assert words == [WordAnswer((1,), typed=True), WordAnswer()]
     assert picks([group, claim], scores, [True, True], words) == [
-        Pick("en", word=(1,), read=(0, 0.6), gold=frozenset({1}))
+        Pick("en", word=WordAnswer((1,), typed=True), read=(0, 0.6), gold=frozenset({1}))
     ]
     assert picks([group, claim], scores, [False, True], words) == []

@@ -172,6 +172,18 @@ def test_a_question_s_signals_are_read_once_for_its_scores_and_its_answerability
     assert not first.flags.writeable  # shared: no caller may change another's
 
 
+def test_a_sentence_read_before_for_another_question_scores_as_if_read_first(
+    reader: CrossEncoderReader,
+) -> None:
+    # Its e5 vector is remembered across questions: a remembered one must be the one computed.
+    sentences = ["Refunds are accepted within 30 days with a receipt.", "Gift cards never expire."]
+    reader.signals("answers", "Do gift cards expire?", sentences)
+    fresh = CrossEncoderReader(1, Settings().model_cache_dir)
+    question = "What is the refund window?"
+    remembered = reader.signals("answers", question, sentences)
+    np.testing.assert_array_equal(remembered, fresh.signals("answers", question, sentences))
+
+
 def test_no_candidates_no_scores(reader: CrossEncoderReader) -> None:
     assert reader.score_answers("anything?", []).shape == (0,)
     assert reader.answerability("anything?", []) == 0.0

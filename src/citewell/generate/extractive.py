@@ -338,14 +338,19 @@ class ExtractiveGenerator:
         if part.conflict is not None:
             return [part.conflict.preferred - 1]
         read = (part.answers[0][0] - 1, part.answers[0][1]) if part.answers else None
-        return evidence.choice.answer(self.word_choice(evidence, part.text).sentences, read)
+        return evidence.choice.answer(self.word_choice(evidence, part.text), read)
 
     def word_choice(self, evidence: Evidence, question: str) -> WordAnswer:
         """What word overlap would answer ``question`` with, from this evidence."""
         asked = dataclasses.replace(evidence, question=question, reading=())
         features = sentence_features(asked)
         chosen = self.choose(asked, features, max_sources=len(asked.passages))
-        return WordAnswer(tuple(chosen), typed=not chosen or features[chosen[0]].answer_type >= 0)
+        in_table = tables(asked)
+        return WordAnswer(
+            tuple(chosen),
+            typed=not chosen or features[chosen[0]].answer_type >= 0,
+            rows=len(chosen) > 1 and all(i in in_table for i in chosen),
+        )
 
     def _answers(self, f: Features) -> bool:
         """Whether the best sentence answers well enough not to decline."""

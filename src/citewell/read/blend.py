@@ -53,6 +53,10 @@ class Blend:
         if len(self.weights) != len(SIGNALS):
             raise ValueError(f"a blend weighs {len(SIGNALS)} signals, not {len(self.weights)}")
 
+    def weighs(self, signal: str) -> bool:
+        """Whether the blend's score depends on ``signal`` (one of ``SIGNALS``)."""
+        return self.weights[SIGNALS.index(signal)] != 0.0
+
     def scores(self, signals: Signals) -> Scores:
         logits = signals.astype(np.float64) @ np.asarray(self.weights) + self.bias
         scores: Scores = (1.0 / (1.0 + np.exp(-logits))).astype(np.float32)

@@ -47,8 +47,18 @@ from citewell.read.pairs import PairLimits, pair_ids
 __all__ = ["CrossEncoderReader", "ReaderCard", "reader_recipe"]
 
 _COLUMN: dict[Task, int] = {"answers": 0, "supports": 1}
-_Fitted = TypeVar("_Fitted", DeclineRule, SentenceChoice)
 """The head's logit for each task."""
+_JUDGED: dict[Task, tuple[Judgement, ...]] = {
+    "answers": ("answers", "answerable"),
+    "supports": ("supports",),
+}
+"""The blends that read each task's signals."""
+_Fitted = TypeVar("_Fitted", DeclineRule, SentenceChoice)
+SENTENCES_REMEMBERED = 16_384
+"""Sentences whose e5 vector the reader keeps (25 MB of them). A sentence's vector does not
+depend on the question, and is computed alone, so a remembered one is the one it would compute;
+the sentences read for a question are mostly read again for the next one about the same
+documents, and embedding them was two fifths of reading's time (docs/benchmarks.md)."""
 
 
 @dataclass(frozen=True)
@@ -142,11 +152,12 @@ class CrossEncoderReader:
         self._overlap = LexicalReader()
         self._e5 = E5Small(threads, cache_dir)
         self._remembered = lru_cache(maxsize=8)(self._read_signals)
+        self._sentence_vector = lru_cache(maxsize=SENTENCES_REMEMBERED)(self._embed_sentence)
 
     def score_answers(
         self, question: str, sentences: Sequence[str], contexts: Sequence[str] = ()
     ) -> Scores:
-        signals = self.signals("answers", question, sentences, contexts)
+        signals = self._scored("answers", question, sentences, contexts)
         return self._blend("answers").scores(signals)
 
     def answerability(
@@ -154,11 +165,11 @@ class CrossEncoderReader:
     ) -> float:
         if not sentences:
             return 0.0
-        best = best_signals(self.signals("answers", question, sentences, contexts))
+        best = best_signals(self._scored("answers", question, sentences, contexts))
         return float(self._blend("answerable").scores(best)[0])
 
     def score_support(self, claim: str, spans: Sequence[str]) -> Scores:
-        return self._blend("supports").scores(self.signals("supports", claim, spans))
+        return self._blend("supports").scores(self._scored("supports", claim, spans))
 
     def decline_rule(self, language: str | None) -> DeclineRule:
         return _for_language(self._card.declines, language) or DeclineRule()
@@ -171,16 +182,39 @@ class CrossEncoderReader:
     ) -> Signals:
         """Each candidate's network logit, word overlap and e5 cosine (``blend.SIGNALS``); the
         network reads each candidate in its context (``contexts``, one per candidate, or none),
-        if it was trained to.
+        if it was trained to."""
+        return self._signals(task, first, seconds, contexts, cosine=True)
 
-        The last few are remembered: a caller that scores a question's sentences and then asks
-        whether they answer it at all reads them once."""
+    def _scored(
+        self, task: Task, first: str, seconds: Sequence[str], contexts: Sequence[str] = ()
+    ) -> Signals:
+        """The signals the task's blends score: e5's cosine is left at 0 where none weighs it
+        (run 3's ``supports``), as it costs a pass of e5 per candidate."""
+        cosine = any(self._blend(judgement).weighs("cosine") for judgement in _JUDGED[task])
+        return self._signals(task, first, seconds, contexts, cosine=cosine)
+
+    def _signals(
+        self,
+        task: Task,
+        first: str,
+        seconds: Sequence[str],
+        contexts: Sequence[str],
+        *,
+        cosine: bool,
+    ) -> Signals:
+        # The last few are remembered: a caller that scores a question's sentences and then
+        # asks whether they answer it at all reads them once.
         if contexts and len(contexts) != len(seconds):
             raise ValueError(f"{len(contexts)} contexts for {len(seconds)} candidates")
-        return self._remembered(task, first, tuple(seconds), tuple(contexts))
+        return self._remembered(task, first, tuple(seconds), tuple(contexts), cosine)
 
     def _read_signals(
-        self, task: Task, first: str, seconds: tuple[str, ...], contexts: tuple[str, ...]
+        self,
+        task: Task,
+        first: str,
+        seconds: tuple[str, ...],
+        contexts: tuple[str, ...],
+        cosine: bool,
     ) -> Signals:
         if not seconds:
             return np.empty((0, 3), dtype=np.float32)
@@ -188,11 +222,19 @@ class CrossEncoderReader:
             overlap = self._overlap.score_answers(first, seconds)
         else:
             overlap = self._overlap.score_support(first, seconds)
-        cosine = self._e5.embed_passages(seconds) @ self._e5.embed_query(first)
+        similarity = np.zeros(len(seconds), dtype=np.float32)
+        if cosine:
+            vectors = np.stack([self._sentence_vector(second) for second in seconds])
+            similarity = vectors @ self._e5.embed_query(first)
         logits = self._logits(first, seconds, contexts or ("",) * len(seconds), _COLUMN[task])
-        signals = np.stack([logits, overlap, cosine], axis=1).astype(np.float32)
+        signals = np.stack([logits, overlap, similarity], axis=1).astype(np.float32)
         signals.setflags(write=False)  # shared by every caller of the remembered signals
         return signals
+
+    def _embed_sentence(self, sentence: str) -> np.ndarray:
+        vector: np.ndarray = self._e5.embed_passages([sentence])[0]
+        vector.setflags(write=False)  # remembered, and shared by every question that reads it
+        return vector
 
     def build(self, report: Callable[[str], None] = _to_stderr) -> Path:
         """The built model's file (built now if it is not in the cache)."""

@@ -41,7 +41,7 @@ class Pick:
     """What each judge makes of one calibration question the reader let through."""
 
     language: str
-    word: tuple[int, ...]
+    word: WordAnswer
     """Word overlap's answer (candidates' indices): one, those that answer together, or none
     where it declines."""
     read: tuple[int, float]
@@ -95,7 +95,7 @@ def picks(
         found.append(
             Pick(
                 language=group.language,
-                word=word.sentences,
+                word=word,
                 read=(best, float(score[best])),
                 gold=frozenset(i for i, label in enumerate(group.labels) if label),
             )
