@@ -25,6 +25,11 @@ HANDBOOK = (
     "On Saturdays it is open from ten to four.\n\n"
     "# Refunds\n\nA membership is refunded in full within fourteen days of payment."
 )
+GUIDE = (
+    "# What to bring\n\nBefore your first visit, please bring the following:\n\n"
+    "- your membership card\n- a bicycle that is clean enough to work on\n- closed shoes\n\n"
+    "# Lost cards\n\nA lost membership card is replaced for five euros at the front desk.\n"
+)
 LOCAL = Principal.local()
 
 
@@ -38,6 +43,8 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Library]:
     with Library.open(settings) as library:
         library.create_bucket("handbook")
         library.ingest(HANDBOOK.encode(), filename="handbook.md", bucket="handbook")
+        library.create_bucket("guide")
+        library.ingest(GUIDE.encode(), filename="guide.md", bucket="guide")
         yield library
 
 
@@ -63,6 +70,23 @@ def test_the_engine_reads_with_the_trained_reader_and_verifies_with_its_support_
 ) -> None:
     assert engine.reader is not None and engine.reader.trained
     assert isinstance(engine.verifier, ReaderVerifier)
+
+
+def test_a_lists_lead_in_is_answered_with_its_items_each_cited(engine: Engine) -> None:
+    # Markdown's bullets are dropped from the canonical text; each item is a block of its own.
+    _, answer = ask(engine, "What should I bring on my first visit?", bucket_ids=("guide",))
+    items = [
+        "your membership card",
+        "a bicycle that is clean enough to work on",
+        "closed shoes",
+    ]
+    assert answer.text == "\n".join(
+        ["Before your first visit, please bring the following:", *items]
+    )
+    assert [c.cited_text for c in answer.citations] == [
+        "Before your first visit, please bring the following:",
+        *items,
+    ]
 
 
 def test_each_part_of_a_question_is_answered_by_its_own_cited_sentence(engine: Engine) -> None:

@@ -164,11 +164,13 @@ class ReadSettings(_Group):
         description="Threads the reader's model computes with.",
     )
     candidates: int = Field(
-        default=8,
+        default=5,
         ge=1,
         le=50,
         description="Evidence sentences the reader reads for each part of a question: those word "
-        "overlap ranks highest. Each costs one pass of the network (docs/reader.md, latency).",
+        "overlap ranks highest. Each costs one pass of the network (docs/reader.md, latency); "
+        "5 answered as 8 did on bench/answers.py's tuning articles but for one question in 80 "
+        "in English and in Spanish, in two thirds of the time (docs/benchmarks.md).",
     )
     conflicts: bool = Field(
         default=True,

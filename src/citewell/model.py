@@ -763,10 +763,10 @@ class WordAnswer:
     typed: bool = True
     """Whether the first holds the kind of answer the part asks for (a date for "when", a name
     for "who"); true where it asks for no particular kind."""
-    rows: bool = False
-    """Whether they are a table's rows that answer together ("When is the workshop open?": a
-    row a day). They are said as they are whatever the reader's likeliest: it reads one sentence
-    at a time, and never trained on a table's rows."""
+    listed: bool = False
+    """Whether they are a table's rows or a list's lead-in and items, which answer together
+    ("When is the workshop open?": a row a day). They are said as they are whatever the reader's
+    likeliest: it reads one sentence at a time, and never trained on a row or an item."""
 
     @property
     def sure(self) -> bool:
@@ -817,9 +817,9 @@ class SentenceChoice:
 
     def answer(self, word: WordAnswer, read: tuple[int, float] | None) -> list[int]:
         """The part's answer sentences, first said first, from word overlap's answer and the
-        reader's likeliest with its score (None: nothing was read); a table's rows that answer
-        together are the answer (``WordAnswer.rows``)."""
-        if word.rows:
+        reader's likeliest with its score (None: nothing was read); a table's rows or a list
+        that answer together are the answer (``WordAnswer.listed``)."""
+        if word.listed:
             return list(word.sentences)
         if read is not None and read[1] >= self.reader_first:
             return [read[0]]

@@ -20,6 +20,9 @@ class Doc:
     headings: tuple[str, ...] = ()
     title: str | None = None
     effective_date: dt.date | None = None
+    separator: str = " "
+    """What joins its sentences: a space (one paragraph), or a blank line (each a block of its
+    own, as ingest writes a list's items)."""
 
 
 def evidence(
@@ -30,13 +33,12 @@ def evidence(
     history: Sequence[Turn] = (),
     instructions: str | None = None,
 ) -> Evidence:
-    """Evidence whose passages are ``docs``, each a source of its own, sentences joined by a
-    space."""
+    """Evidence whose passages are ``docs``, each a source of its own."""
     passages: list[Passage] = []
     for index, doc in enumerate(docs):
         text, spans = "", []
         for sentence in doc.sentences:
-            text += " " if text else ""
+            text += doc.separator if text else ""
             spans.append(Span(start=len(text), end=len(text) + len(sentence)))
             text += sentence
         source = Source(

@@ -322,10 +322,47 @@ def test_where_a_reader_read_the_part_the_rows_are_said_whatever_it_reads() -> N
     question = "When is the workshop open?"
     found = read(evidence(question, [HOURS, SATURDAYS]), (question, True, {5: 0.9, 2: 0.12}))
     assert ExtractiveGenerator().word_choice(found, question) == WordAnswer(
-        (1, 2, 3), typed=True, rows=True
+        (1, 2, 3), typed=True, listed=True
     )
     said = drafts(dataclasses.replace(found, choice=SentenceChoice(reader_first=0.05, both=0.05)))
     assert [d.evidence for d in said if isinstance(d, CitedSentence)] == [(2,), (3,), (4,)]
+
+
+# lists -----------------------------------------------------------------------------------------
+BRING = Doc(
+    [
+        "Before your first visit, please bring the following:",
+        "your membership card",
+        "closed shoes",
+    ],
+    headings=("What to bring",),
+    separator="\n\n",
+)
+LOST = Doc(["A lost membership card is replaced for five euros."], filename="cards.md")
+
+
+def test_a_lists_lead_in_is_said_with_its_items_a_line_each() -> None:
+    # The lead-in holds the question's words, the items what it asks for.
+    found = evidence("What should I bring on my first visit?", [BRING, LOST])
+    assert drafts(found) == [
+        CitedSentence("Before your first visit, please bring the following:", (1,)),
+        CitedSentence("\nyour membership card", (2,)),
+        CitedSentence("\nclosed shoes", (3,)),
+    ]
+    word = ExtractiveGenerator().word_choice(found, "What should I bring on my first visit?")
+    assert word.sentences == (0, 1, 2) and word.listed
+
+
+def test_an_item_that_answers_alone_is_said_alone() -> None:
+    found = evidence("Do I need closed shoes?", [BRING, LOST])
+    assert drafts(found) == [CitedSentence("closed shoes", (3,))]
+
+
+def test_where_the_reader_picks_a_lists_lead_in_its_items_follow() -> None:
+    question = "What should I bring on my first visit?"
+    found = read(evidence(question, [BRING, LOST]), (question, True, {1: 0.9, 4: 0.2}))
+    said = drafts(dataclasses.replace(found, choice=SentenceChoice(reader_first=0.05)))
+    assert [d.evidence for d in said if isinstance(d, CitedSentence)] == [(1,), (2,), (3,)]
 
 
 # determinism ---------------------------------------------------------------------------------

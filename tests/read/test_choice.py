@@ -57,7 +57,7 @@ def test_each_language_gets_the_judge_that_is_right_more_often_there() -> None:
 
 
 def test_a_tables_rows_that_answer_together_are_said_whatever_the_reader_reads() -> None:
-    hours = WordAnswer((2, 3, 4), rows=True)  # a row a day
+    hours = WordAnswer((2, 3, 4), listed=True)  # a row a day
     assert SentenceChoice(reader_first=0.0).answer(hours, (0, 0.99)) == [2, 3, 4]
     prose = WordAnswer((2, 3))  # a rule and its exception: the reader may still say its own
     assert SentenceChoice(reader_first=0.0).answer(prose, (0, 0.99)) == [0]

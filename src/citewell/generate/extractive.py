@@ -36,6 +36,7 @@ from citewell.config import IngestSettings
 from citewell.documents import RequestSearchResult, given_documents
 from citewell.events import CitedSentence, Declined, Draft, Remark
 from citewell.generate.answer_types import carries, expected_type
+from citewell.generate.lists import LEAD_IN_ENDINGS, list_items
 from citewell.generate.overlap import QuestionTerms, sentence_overlaps
 from citewell.generate.tables import tables
 from citewell.ingest.tables import row_headers
@@ -197,7 +198,24 @@ class ExtractiveGenerator:
     def choose(
         self, evidence: Evidence, features: Sequence[Features], *, max_sources: int
     ) -> list[int]:
-        """Indices of the sentences to answer with, in answer order; empty to decline."""
+        """Indices of the sentences to answer with, in answer order; empty to decline. A list's
+        lead-in is followed by its items (``generate.lists``)."""
+        return self._with_items(evidence, self._choose(evidence, features, max_sources))
+
+    def _with_items(self, evidence: Evidence, chosen: Sequence[int]) -> list[int]:
+        """``chosen`` with the items of each list's lead-in right after it."""
+        said: list[int] = []
+        for index in chosen:
+            if index in said:
+                continue
+            said.append(index)
+            items = list_items(evidence, index, self.weights.max_rows)
+            said.extend(item for item in items if item not in said)
+        return said
+
+    def _choose(
+        self, evidence: Evidence, features: Sequence[Features], max_sources: int
+    ) -> list[int]:
         w = self.weights
         candidates = [i for i, f in enumerate(features) if not f.heading]
         score = [w.score(f) for f in features]
@@ -338,7 +356,8 @@ class ExtractiveGenerator:
         if part.conflict is not None:
             return [part.conflict.preferred - 1]
         read = (part.answers[0][0] - 1, part.answers[0][1]) if part.answers else None
-        return evidence.choice.answer(self.word_choice(evidence, part.text), read)
+        answer = evidence.choice.answer(self.word_choice(evidence, part.text), read)
+        return self._with_items(evidence, answer)
 
     def word_choice(self, evidence: Evidence, question: str) -> WordAnswer:
         """What word overlap would answer ``question`` with, from this evidence."""
@@ -346,10 +365,12 @@ class ExtractiveGenerator:
         features = sentence_features(asked)
         chosen = self.choose(asked, features, max_sources=len(asked.passages))
         in_table = tables(asked)
+        items = list_items(asked, chosen[0], self.weights.max_rows) if chosen else ()
         return WordAnswer(
             tuple(chosen),
             typed=not chosen or features[chosen[0]].answer_type >= 0,
-            rows=len(chosen) > 1 and all(i in in_table for i in chosen),
+            listed=len(chosen) > 1
+            and (all(i in in_table for i in chosen) or tuple(chosen[1:]) == items),
         )
 
     def _answers(self, f: Features) -> bool:
@@ -430,17 +451,17 @@ def _flowing(text: str) -> str:
 
 
 def _separator(previous: str, text: str) -> str:
-    """What goes between two answer sentences: nothing before the first, nothing around Chinese
-    (written without spaces), a line break before a table's row and after a sentence that ends
-    with no closing punctuation (a row, a list item: run on, they would read as one), else one
-    space."""
+    """What goes between two answer sentences: nothing before the first; a line break before a
+    table's row, after a list's lead-in and after a sentence that ends with no closing
+    punctuation (a row, a list item: run on, they would read as one); nothing else around
+    Chinese (written without spaces); else one space."""
     before = previous.rstrip()
     if not before:
         return ""
-    if before[-1] in _CJK_CLOSERS or is_cjk(before[-1]) or (text and is_cjk(text[0])):
-        return ""
-    if before[-1].isalnum() or row_headers(text) is not None:
+    if before.endswith(LEAD_IN_ENDINGS) or before[-1].isalnum() or row_headers(text) is not None:
         return "\n"
+    if before[-1] in _CJK_CLOSERS or (text and is_cjk(text[0])):
+        return ""
     return " "
 
 

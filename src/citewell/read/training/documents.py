@@ -30,6 +30,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from citewell.config import ReadSettings
 from citewell.read.training.group import (
     MAX_CANDIDATES,
     Group,
@@ -41,7 +42,7 @@ from citewell.read.training.group import (
 
 __all__ = ["ENGINE_CANDIDATES", "cuad_groups", "mtrag_groups", "overlap_ranked"]
 
-ENGINE_CANDIDATES = 8
+ENGINE_CANDIDATES: int = ReadSettings.model_fields["candidates"].default
 """Candidates per question outside training: the engine's default ``read.candidates``."""
 CUAD_PER_CONTRACT = {"training": (4, 3), "calibration": (4, 3), "validation": (6, 6)}
 """Answered and unanswered categories drawn per contract, by part (a contract asks 41)."""
