@@ -198,9 +198,28 @@ class ExtractiveGenerator:
     def choose(
         self, evidence: Evidence, features: Sequence[Features], *, max_sources: int
     ) -> list[int]:
-        """Indices of the sentences to answer with, in answer order; empty to decline. A list's
-        lead-in is followed by its items (``generate.lists``)."""
-        return self._with_items(evidence, self._choose(evidence, features, max_sources))
+        """Indices of the sentences to answer with, in answer order; empty to decline."""
+        return list(self._word_answer(evidence, features, max_sources).sentences)
+
+    def _word_answer(
+        self, evidence: Evidence, features: Sequence[Features], max_sources: int
+    ) -> WordAnswer:
+        """Word overlap's answer: a table's rows where they answer (``_table_answer``), else
+        the best prose sentence and those that complete it, a list's lead-in followed by its
+        items (``generate.lists``)."""
+        score = [self.weights.score(f) for f in features]
+        ranked = sorted(
+            (i for i, f in enumerate(features) if not f.heading), key=lambda i: (-score[i], i)
+        )
+        rows = self._table_answer(evidence, features, score, ranked) if ranked else None
+        if rows is not None:
+            chosen, listed = rows, len(rows) > 1
+        else:
+            prose = self._prose_answer(evidence, features, score, ranked, max_sources)
+            chosen = self._with_items(evidence, prose)
+            listed = len(chosen) > len(prose)
+        typed = not chosen or features[chosen[0]].answer_type >= 0
+        return WordAnswer(tuple(chosen), typed=typed, listed=listed)
 
     def _with_items(self, evidence: Evidence, chosen: Sequence[int]) -> list[int]:
         """``chosen`` with the items of each list's lead-in right after it."""
@@ -213,19 +232,18 @@ class ExtractiveGenerator:
             said.extend(item for item in items if item not in said)
         return said
 
-    def _choose(
-        self, evidence: Evidence, features: Sequence[Features], max_sources: int
+    def _prose_answer(
+        self,
+        evidence: Evidence,
+        features: Sequence[Features],
+        score: Sequence[float],
+        ranked: Sequence[int],
+        max_sources: int,
     ) -> list[int]:
+        """The best sentence and those that complete it, or it and its neighbour where the two
+        say one thing; empty to decline."""
         w = self.weights
-        candidates = [i for i, f in enumerate(features) if not f.heading]
-        score = [w.score(f) for f in features]
-        ranked = sorted(candidates, key=lambda i: (-score[i], i))
-        if not ranked:
-            return []
-        rows = self._table_answer(evidence, features, score, ranked)
-        if rows is not None:
-            return rows
-        if not self._answers(features[ranked[0]]):
+        if not ranked or not self._answers(features[ranked[0]]):
             return []
         best = ranked[0]
         chosen, covered = [best], set(features[best].matched)
@@ -362,16 +380,7 @@ class ExtractiveGenerator:
     def word_choice(self, evidence: Evidence, question: str) -> WordAnswer:
         """What word overlap would answer ``question`` with, from this evidence."""
         asked = dataclasses.replace(evidence, question=question, reading=())
-        features = sentence_features(asked)
-        chosen = self.choose(asked, features, max_sources=len(asked.passages))
-        in_table = tables(asked)
-        items = list_items(asked, chosen[0], self.weights.max_rows) if chosen else ()
-        return WordAnswer(
-            tuple(chosen),
-            typed=not chosen or features[chosen[0]].answer_type >= 0,
-            listed=len(chosen) > 1
-            and (all(i in in_table for i in chosen) or tuple(chosen[1:]) == items),
-        )
+        return self._word_answer(asked, sentence_features(asked), len(asked.passages))
 
     def _answers(self, f: Features) -> bool:
         """Whether the best sentence answers well enough not to decline."""

@@ -44,7 +44,7 @@ from citewell.read.delta import ReaderDelta
 from citewell.read.lexical import LexicalReader
 from citewell.read.pairs import PairLimits, pair_ids
 
-__all__ = ["CrossEncoderReader", "ReaderCard", "reader_recipe"]
+__all__ = ["CrossEncoderReader", "ReaderCard", "for_language", "reader_recipe"]
 
 _COLUMN: dict[Task, int] = {"answers": 0, "supports": 1}
 """The head's logit for each task."""
@@ -53,7 +53,6 @@ _JUDGED: dict[Task, tuple[Judgement, ...]] = {
     "supports": ("supports",),
 }
 """The blends that read each task's signals."""
-_Fitted = TypeVar("_Fitted", DeclineRule, SentenceChoice)
 SENTENCES_REMEMBERED = 16_384
 """Sentences whose e5 vector the reader keeps (25 MB of them). A sentence's vector does not
 depend on the question, and is computed alone, so a remembered one is the one it would compute;
@@ -126,9 +125,12 @@ def reader_recipe(card: ReaderCard, delta: ReaderDelta) -> Recipe:
     )
 
 
-def _for_language(fitted: Mapping[str, _Fitted], language: str | None) -> _Fitted | None:
-    """What the card fitted for this language, else for any language (``"*"``); None for a run
-    not yet calibrated."""
+_Fitted = TypeVar("_Fitted", DeclineRule, SentenceChoice)
+
+
+def for_language(fitted: Mapping[str, _Fitted], language: str | None) -> _Fitted | None:
+    """What calibration fitted for this language, else for any language (``"*"``); None for a
+    run not yet calibrated."""
     return fitted.get(language or "*") or fitted.get("*")
 
 
@@ -172,10 +174,10 @@ class CrossEncoderReader:
         return self._blend("supports").scores(self._scored("supports", claim, spans))
 
     def decline_rule(self, language: str | None) -> DeclineRule:
-        return _for_language(self._card.declines, language) or DeclineRule()
+        return for_language(self._card.declines, language) or DeclineRule()
 
     def sentence_choice(self, language: str | None) -> SentenceChoice:
-        return _for_language(self._card.choices, language) or SentenceChoice()
+        return for_language(self._card.choices, language) or SentenceChoice()
 
     def signals(
         self, task: Task, first: str, seconds: Sequence[str], contexts: Sequence[str] = ()

@@ -30,7 +30,7 @@ import numpy as np
 
 from citewell.model import DeclineRule
 from citewell.read.blend import SIGNALS, Blend, Judgement, Signals, best_signals
-from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard
+from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard, for_language
 from citewell.read.pairs import PairLimits
 from citewell.read.training.choice import WordPick, fit_choices, picks, word_picks
 from citewell.read.training.config import TrainConfig
@@ -93,7 +93,9 @@ def calibrate(
         [groups[i].language for i in asked],
     )
     through = {
-        i: _rule(declines, groups[i].language).answers(float(a), worded=words[i].sure)
+        i: (for_language(declines, groups[i].language) or DeclineRule()).answers(
+            float(a), worded=words[i].sure
+        )
         for i, a in zip(asked, answerability, strict=True)
     }
     answered = [through.get(i, False) for i in range(len(groups))]
@@ -155,10 +157,6 @@ def _logistic(signals: Signals, labels: np.ndarray, ridge: float) -> tuple[np.nd
             break
     weights = w[:-1] / spread
     return weights, float(w[-1] - weights @ mean)
-
-
-def _rule(rules: dict[str, DeclineRule], language: str) -> DeclineRule:
-    return rules.get(language) or rules["*"]
 
 
 def _figures(
