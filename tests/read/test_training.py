@@ -345,6 +345,26 @@ def test_an_interpolated_reader_lies_between_the_two_it_was_made_from(
         interpolated(start, narrower, 0.5)
 
 
+def test_a_net_adapting_more_layers_goes_on_from_a_delta_of_fewer(
+    weights: E5Weights, tokenizer: Tokenizer
+) -> None:
+    torch.manual_seed(5)
+    top = ReaderNet(weights, layers=2, adapted=1, rank=4)
+    with torch.no_grad():
+        for parameter in top.trainable():
+            parameter.add_(torch.randn_like(parameter) * 0.05)
+    delta = top.delta()
+    top.load_delta(delta)
+    every = ReaderNet(weights, layers=2, adapted=2, rank=4)
+    every.load_delta(delta)  # layer 0's new adapters start as the unchanged layer
+    ids = pair_ids(tokenizer, "What is the refund window?", "Refunds are accepted within 30 days.")
+    with torch.no_grad():
+        np.testing.assert_allclose(_torch_logits(every, ids), _torch_logits(top, ids), atol=1e-5)
+    assert every.delta().adapted == {0, 1}
+    with pytest.raises(ValueError, match="does not fit"):
+        top.load_delta(every.delta())
+
+
 @pytest.mark.parametrize("precision, tolerance", [("fp32", 1e-4), ("int8", 0.15)])
 def test_the_built_model_scores_as_torch_does(
     weights: E5Weights, tokenizer: Tokenizer, tmp_path: Path, precision: str, tolerance: float

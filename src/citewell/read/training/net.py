@@ -172,9 +172,19 @@ class ReaderNet(nn.Module):
         return ReaderDelta.from_arrays(arrays, layers=len(self.layers))
 
     def load_delta(self, delta: ReaderDelta) -> None:
-        """Set the trained part to ``delta``'s values (as stored: adapters in float16)."""
+        """Set the trained part to ``delta``'s values (as stored: adapters in float16). A net
+        that adapts more layers than the delta did (all 12, going on from the shipped top 6)
+        keeps its new adapters on the others: they start as the unchanged layer."""
+        if delta.layers != len(self.layers) or not delta.adapted <= set(
+            range(self.first_adapted, len(self.layers))
+        ):
+            raise ValueError(
+                f"a delta of layers {sorted(delta.adapted)} of {delta.layers} does not fit a net "
+                f"adapting layers {self.first_adapted} to {len(self.layers) - 1} of "
+                f"{len(self.layers)}"
+            )
         with torch.no_grad():
-            for index in range(self.first_adapted, len(self.layers)):
+            for index in sorted(delta.adapted):
                 layer = self.layers[index]
                 for name in LINEARS:
                     linear = layer.linears[name]
