@@ -9,8 +9,9 @@ calibrated probability. The network is built into the model cache folder once
 (``citewell.encoder.cached_model``) and rebuilt when the delta, the weights or the builder
 change. Each (question, sentence) pair is read as one sequence (``pairs.pair_ids``) and run
 alone: with int8 products the activations' scale is set per call, so a pair batched with others
-would score differently by what it was batched with, and the calibrated threshold would move;
-alone was also 2.4x faster than padded batches for 30 pairs of ~44 tokens here.
+would score differently by what it was batched with, and the calibrated threshold would move.
+Static int8 would not, but it doubled the error against fp32, and a padded batch was slower than
+its pairs alone with every build (``bench/reader_builds.py``).
 """
 
 from __future__ import annotations
