@@ -242,7 +242,7 @@ def engine_asker(library: Library, agent: Agent, reader_name: str) -> Iterator[A
     from citewell.read.verifier import ReaderVerifier
 
     read = ReadSettings(reader=reader_name, threads=1)
-    reader = open_reader(library.settings.model_copy(update={"read": read}))
+    reader = open_reader(library.settings.model_copy(update={"read": read}), library.embedder)
     verifier = ReaderVerifier(reader) if reader.trained else CalibratedVerifier()
     generators = {"extractive": ExtractiveGenerator()}
     engine = Engine(library, generators, verifier, (agent,), reader=reader)

@@ -215,7 +215,7 @@ class Engine:
         from citewell.read.verifier import ReaderVerifier
 
         generators = open_generators(library.settings)
-        reader = open_reader(library.settings)
+        reader = open_reader(library.settings, library.embedder)
         return cls(
             library,
             generators,

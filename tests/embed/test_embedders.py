@@ -125,3 +125,13 @@ def test_another_build_of_e5_names_its_own_vectors(tmp_path: Path) -> None:
     assert float(shallow.embed_query(query) @ default.embed_query(query)) < 0.95
     assert len(list(tmp_path.glob("e5-small-2layers-*.onnx"))) == 1
     assert len(list(tmp_path.glob("e5-small-????????????????.onnx"))) == 1
+
+
+def test_a_remembered_query_vector_is_the_one_computed() -> None:
+    # e5 remembers recent queries: the reader embeds the question the search just embedded.
+    asked = E5Small(1, Settings().model_cache_dir)
+    first = asked.embed_query("How long is the refund window?")
+    assert asked.embed_query("How long is the refund window?") is first
+    assert not first.flags.writeable  # shared: no caller may change another's
+    fresh = E5Small(1, Settings().model_cache_dir).embed_query("How long is the refund window?")
+    np.testing.assert_array_equal(first, fresh)

@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from citewell.config import ReadSettings, Settings
-from citewell.encoder import E5Weights, Tokenizer
+from citewell.embed.e5 import E5Small
+from citewell.encoder import E5Weights, MeanPooling, Recipe, Tokenizer
 from citewell.errors import ConfigError
 from citewell.language import detect_language
 from citewell.model import DeclineRule, SentenceChoice
@@ -205,6 +206,32 @@ def test_the_default_reader_is_the_trained_one(tmp_path: Path) -> None:
     reader = open_reader(Settings(model_cache_dir=tmp_path, read=TRAINED))
     assert isinstance(reader, CrossEncoderReader) and reader.trained
     assert isinstance(open_reader(Settings(read={"reader": "lexical"})), LexicalReader)
+
+
+def test_the_reader_embeds_with_the_librarys_e5_and_reads_as_with_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedded: list[str] = []
+    compute = E5Small._embed_query
+
+    def counted(e5: E5Small, text: str) -> np.ndarray:
+        embedded.append(text)
+        return compute(e5, text)
+
+    monkeypatch.setattr(E5Small, "_embed_query", counted)
+    settings = Settings(model_cache_dir=tmp_path, read=TRAINED)
+    library_e5 = E5Small(1, tmp_path)
+    question = "What is the refund window?"
+    library_e5.embed_query(question)  # the search embeds the question first
+    sentences = ["Refunds are accepted within 30 days with a receipt.", "Gift cards never expire."]
+    shared = open_reader(settings, library_e5).signals("answers", question, sentences)
+    assert embedded == [question]  # once, to search and to read
+    own = open_reader(settings).signals("answers", question, sentences)
+    assert embedded == [question, question]
+    np.testing.assert_array_equal(shared, own)
+    other_build = E5Small(1, tmp_path, recipe=Recipe("e5-small-2layers", 2, MeanPooling(), "fp32"))
+    not_shared = open_reader(settings, other_build).signals("answers", question, sentences)
+    np.testing.assert_array_equal(not_shared, own)  # cosines of another build are not weighed
 
 
 def test_a_damaged_delta_falls_back_to_word_overlap_and_says_so(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 
 from citewell.embed.base import BATCH_SIZE, LazyModel, embed_in_batches, unit_vector
@@ -25,7 +26,12 @@ from citewell.encoder import (
 )
 from citewell.store.base import Vectors
 
-__all__ = ["E5Small"]
+__all__ = ["QUERIES_REMEMBERED", "E5Small"]
+
+QUERIES_REMEMBERED = 64
+"""Queries whose vector is kept: a question is embedded to search and again by the reader, which
+weighs each candidate's cosine to it (``citewell.read``); each is run alone, so a remembered
+vector is the one it would compute."""
 
 
 class E5Small:
@@ -54,13 +60,19 @@ class E5Small:
         self.name = recipe.name
         self._batch_size = batch_size
         self._model = LazyModel(lambda: load_e5(recipe, threads, cache_dir))
+        self._query_vector = lru_cache(maxsize=QUERIES_REMEMBERED)(self._embed_query)
 
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
         return embed_in_batches(texts, self._encode_passages, self.dim, self._batch_size)
 
     def embed_query(self, text: str) -> Vectors:
+        return self._query_vector(text)
+
+    def _embed_query(self, text: str) -> Vectors:
         with self._model.use() as model:
-            return unit_vector(model.embed([f"query: {text}"]))
+            vector = unit_vector(model.embed([f"query: {text}"]))
+        vector.setflags(write=False)  # remembered, and shared by every caller
+        return vector
 
     def _encode_passages(self, batch: list[str]) -> Vectors:
         with self._model.use() as model:

@@ -15,6 +15,9 @@ import sys
 from collections.abc import Callable
 
 from citewell.config import Settings
+from citewell.embed.base import Embedder
+from citewell.embed.e5 import E5Small
+from citewell.encoder import E5_EMBEDDING
 from citewell.errors import ConfigError
 from citewell.read.base import Reader, Scores
 from citewell.read.cross_encoder import CrossEncoderReader
@@ -22,23 +25,26 @@ from citewell.read.lexical import LexicalReader
 
 __all__ = ["READERS", "Reader", "Scores", "open_reader"]
 
-READERS: dict[str, Callable[[Settings], Reader]] = {
-    "citewell-reader": lambda settings: CrossEncoderReader(
-        settings.read.threads, settings.model_cache_dir
+READERS: dict[str, Callable[[Settings, E5Small | None], Reader]] = {
+    "citewell-reader": lambda settings, e5: CrossEncoderReader(
+        settings.read.threads, settings.model_cache_dir, e5=e5
     ),
-    "lexical": lambda settings: LexicalReader(),
+    "lexical": lambda settings, e5: LexicalReader(),
 }
-"""Setting (``ReadSettings.reader``) → factory."""
+"""Setting (``ReadSettings.reader``) → factory, given the library's e5-small if it has one."""
 
 
-def open_reader(settings: Settings) -> Reader:
+def open_reader(settings: Settings, embedder: Embedder | None = None) -> Reader:
     """The reader ``settings.read`` names, its model built if need be; the lexical reader, with
-    a warning, when the trained one cannot be built."""
+    a warning, when the trained one cannot be built. Given the library's ``embedder``, when that
+    is the e5-small build the reader's cosine was calibrated with, the reader embeds with it: one
+    e5 model in memory, and a question embedded once, to search and to read."""
     name = settings.read.reader
     factory = READERS.get(name)
     if factory is None:
         raise ConfigError(f"unknown reader {name!r}; known: {', '.join(sorted(READERS))}")
-    reader = factory(settings)
+    e5 = embedder if isinstance(embedder, E5Small) and embedder.name == E5_EMBEDDING.name else None
+    reader = factory(settings, e5)
     if isinstance(reader, CrossEncoderReader):
         try:
             reader.build()

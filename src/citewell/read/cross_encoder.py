@@ -144,7 +144,16 @@ class CrossEncoderReader:
 
     trained = True
 
-    def __init__(self, threads: int, cache_dir: Path, card: ReaderCard | None = None) -> None:
+    def __init__(
+        self,
+        threads: int,
+        cache_dir: Path,
+        card: ReaderCard | None = None,
+        *,
+        e5: E5Small | None = None,
+    ) -> None:
+        """``e5``: the e5-small embedder to weigh cosines with (the library's, shared), else
+        one of its own."""
         if threads < 1:
             raise ValueError(f"threads must be at least 1, not {threads}")
         self._card = card or ReaderCard.shipped()
@@ -153,7 +162,7 @@ class CrossEncoderReader:
         self._cache_dir = cache_dir
         self._model = LazyModel(self._load)
         self._overlap = LexicalReader()
-        self._e5 = E5Small(threads, cache_dir)
+        self._e5 = e5 or E5Small(threads, cache_dir)
         self._remembered = lru_cache(maxsize=8)(self._read_signals)
         self._sentence_vector = lru_cache(maxsize=SENTENCES_REMEMBERED)(self._embed_sentence)
 
