@@ -6,7 +6,7 @@ joined by blank lines, so every gold answer maps to an exact range of the source
 The ingested stores are kept in bench/.cache (embedding with e5-small is slow).
 
 Tuned on one part, reported on another: the articles are split in two by a hash of their title
-(``held_out``), the same way in every data set (SQuAD 2.0 and XQuAD share articles). ``tune``
+(``citewell.evaluate.holdout``), the same way in every data set (SQuAD 2.0 and XQuAD share articles). ``tune``
 reads only the tuning articles; ``quality`` reports the held-out ones unless told otherwise.
 
 Per data set: the share of answerable questions whose answer contains a gold answer (a refusal
@@ -70,12 +70,6 @@ LOCAL = Principal.local()
 CORPUS = "corpus"
 DISTRACTORS = "scale"  # the bucket bench/latency.py fills
 SETS = ("xquad-en", "xquad-es", "xquad-zh", "squad2", "squad2-es", "clapnq")
-HOLD_OUT_SALT = "citewell-answers-holdout"
-
-
-def held_out(title: str) -> bool:
-    """Whether an article is reported on (True) or tuned on (False): half of them, by hash."""
-    return int(hashlib.sha256(f"{HOLD_OUT_SALT}:{title}".encode()).hexdigest(), 16) % 2 == 1
 
 
 # data --------------------------------------------------------------------------------------
@@ -94,13 +88,7 @@ class DataSet:
         if part == "all":
             return self
         wanted = part == "held-out"
-        return replace(self, items=[i for i in self.items if held_out(_article(i)) == wanted])
-
-
-def _article(item: Case) -> str:
-    """What decides an item's part: its article, or for a set of records (ClapNQ) its record,
-    keyed as the reader's training keys it, so the held-out part is the reader's validation."""
-    return item.article or f"id:{item.id}"
+        return replace(self, items=[i for i in self.items if i.held_out == wanted])
 
 
 def load(evaldata: Path, name: str) -> DataSet:

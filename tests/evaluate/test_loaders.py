@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from citewell.evaluate.loaders import LOADERS, DataSet, load
+from citewell.read.training.group import article_part
 
 
 def read(evaldata: Path, name: str) -> DataSet:
@@ -167,6 +168,26 @@ def test_select_keeps_first_cases_per_language_and_only_their_documents(evaldata
     assert len(data.documents) == 3
     only = read(evaldata, "xquad").select(language="es")
     assert {c.language for c in only.cases} == {"es"} and len(only.documents) == 15
+
+
+def test_the_held_out_half_is_the_readers_validation_and_tune_the_other_half(
+    evaldata: Path,
+) -> None:
+    data = read(evaldata, "multipart")
+    held, tune = data.select(articles="held-out"), data.select(articles="tune")
+    assert len(held.cases) + len(tune.cases) == len(data.cases) == 537
+    assert (len(held.cases), len(tune.cases)) == (321, 216)  # 9 and 6 of XQuAD's 15 articles
+    assert all(article_part(c.article) == "validation" for c in held.cases)
+    assert not any(article_part(c.article) == "validation" for c in tune.cases)
+    languages: dict[str, set[str]] = {}
+    for case in held.cases:  # a translated question falls on its original's side
+        languages.setdefault(case.id, set()).add(case.language)
+    assert all(found == {"en", "es", "zh"} for found in languages.values())
+    assert held.documents == data.documents  # asked against every article, as a library holds
+    limited = data.select(articles="held-out", limit=2)
+    assert [c.id for c in limited.cases] == [c.id for c in held.cases if c.language == "en"][:2] + [
+        c.id for c in held.cases if c.language == "es"
+    ][:2] + [c.id for c in held.cases if c.language == "zh"][:2]
 
 
 def test_a_multipart_question_asks_two_of_an_article_s_questions_as_a_person_would(

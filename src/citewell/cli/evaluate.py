@@ -11,7 +11,7 @@ import click
 
 import citewell
 from citewell.cli.common import RequestFailed, main
-from citewell.evaluate.loaders import LOADERS
+from citewell.evaluate.loaders import LOADERS, Articles
 from citewell.progress import Progress
 
 
@@ -25,6 +25,14 @@ from citewell.progress import Progress
 @click.option("--split", default="dev", show_default=True, help="Which files of the folder.")
 @click.option("--limit", type=click.IntRange(0), default=0, help="First N questions per language.")
 @click.option("--language", help="Only the questions in this language (en, es, zh).")
+@click.option(
+    "--articles",
+    type=click.Choice(["all", "held-out", "tune"]),
+    default="all",
+    show_default=True,
+    help="Only the questions on the held-out half of the articles (the reader's validation, "
+    "what bench/answers.py reports on), or on the other half.",
+)
 @click.option(
     "--surface",
     type=click.Choice(["responses", "chat", "messages"]),
@@ -50,6 +58,7 @@ def eval_(
     split: str,
     limit: int,
     language: str | None,
+    articles: Articles,
     surface: str,
     url: str | None,
     api_key: str,
@@ -70,7 +79,7 @@ def eval_(
             raise click.UsageError("give --path, or set CITEWELL_EVALDATA_DIR")
         path = Path(root) / LOADERS[dataset][0]
     try:
-        data = load(dataset, path, split).select(limit=limit, language=language)
+        data = load(dataset, path, split).select(limit=limit, language=language, articles=articles)
     except (OSError, KeyError, ValueError) as exc:
         raise RequestFailed(f"cannot read {dataset} from {path}: {exc}") from exc
     meta = {
@@ -79,6 +88,7 @@ def eval_(
         "split": split,
         "limit": limit,
         "language": language,
+        "articles": articles,
         "generator": generator,
         "model": model,
         "url": url,

@@ -20,7 +20,9 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from citewell.evaluate.holdout import held_out
 
 __all__ = [
     "LOADERS",
@@ -34,6 +36,9 @@ __all__ = [
     "squad_format",
     "uploadable",
 ]
+
+Articles = Literal["all", "held-out", "tune"]
+"""Which of a set's articles to ask about: all, the held-out half, or the other half."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +81,12 @@ class Case:
     conflict: tuple[str, str] | None = None
     """(current, older) file names of two documents that answer it differently, the current
     dated later; None where its sources agree (a disagreement claimed there is a false one)."""
+
+    @property
+    def held_out(self) -> bool:
+        """Whether the case is on the held-out half (``evaluate.holdout``): by its article, or
+        in a set of records (ClapNQ), by its own id."""
+        return held_out(self.article or f"id:{self.id}")
 
 
 _DROPPED = frozenset("\x00\ufeff")
@@ -158,10 +169,18 @@ class DataSet:
     def text(self, bucket: str, filename: str) -> str:
         return self.documents[(bucket, filename)].text
 
-    def select(self, *, limit: int = 0, language: str | None = None) -> DataSet:
+    def select(
+        self, *, limit: int = 0, language: str | None = None, articles: Articles = "all"
+    ) -> DataSet:
         """The first ``limit`` cases of each language (all if 0), only ``language``'s if given,
-        with only the documents those cases come with when limited."""
-        cases = [c for c in self.cases if language is None or c.language == language]
+        only those of the held-out half's articles (``evaluate.holdout``) or of the other half
+        (``"tune"``) if asked, with only the documents those cases come with when limited."""
+        cases = [
+            c
+            for c in self.cases
+            if (language is None or c.language == language)
+            and (articles == "all" or c.held_out == (articles == "held-out"))
+        ]
         if limit:
             counts: dict[str, int] = {}
             kept = []
@@ -170,7 +189,7 @@ class DataSet:
                 if counts[case.language] <= limit:
                     kept.append(case)
             cases = kept
-        if not limit and language is None:
+        if not limit and language is None and articles == "all":
             return self
         wanted = {(c.bucket, f) for c in cases for f in c.documents}
         if not limit:

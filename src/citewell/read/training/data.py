@@ -15,8 +15,8 @@ A ``Group`` is one question (or claim) with its candidate sentences and which of
   SNLI's premise supports its hypothesis when the label is entailment.
 
 Articles fall in three parts (``article_part``). Validation is kept apart by article: an
-article is validation when ``validation_article`` says so, the rule bench/answers.py holds out its
-articles by, so the answers benchmark never reports on an article the reader was trained on. A
+article is validation when it is in the held-out half (``citewell.evaluate.holdout``), which
+bench/answers.py reports on, so it never reports on an article the reader was trained on. A
 fifth of the other articles is calibration: the network never trains on them, and the blend of
 its logit with word overlap and e5's cosine, and the decline threshold, are fit on them
 (``citewell.read.training.calibrate``), so neither is tuned on validation nor on what the
@@ -34,6 +34,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from citewell.evaluate.holdout import held_out
 from citewell.model import Span
 from citewell.read.training.documents import cuad_groups, mtrag_groups
 from citewell.read.training.group import (
@@ -43,7 +44,6 @@ from citewell.read.training.group import (
     Task,
     article_part,
     sentences,
-    validation_article,
     words,
 )
 from citewell.read.training.made import altered_claims, unanswerable_variants
@@ -61,7 +61,6 @@ __all__ = [
     "per_set",
     "scifact_groups",
     "training_groups",
-    "validation_article",
     "validation_groups",
 ]
 
@@ -113,7 +112,7 @@ def _all_groups(traindata: Path, evaldata: Path, rng: random.Random, part: Part)
     for dataset, language, path in _squad_files(traindata, evaldata):
         validated = dataset not in TRAINING_ONLY
         for title, article in _articles(path, english):
-            if validated and validation_article(title):
+            if validated and held_out(title):
                 if part == "validation":
                     paragraphs = article["paragraphs"]
                     yield from _squad_article(dataset, language, article, paragraphs, rng, part)

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from citewell.evaluate.holdout import held_out
 from citewell.ingest.base import Block, BlockKind
 from citewell.ingest.segment import sentence_spans
 from citewell.model import Span
@@ -21,12 +22,10 @@ __all__ = [
     "Task",
     "article_part",
     "sentences",
-    "validation_article",
     "words",
 ]
 
 Part = Literal["training", "calibration", "validation"]
-HOLD_OUT_SALT = "citewell-answers-holdout"  # bench/answers.py's
 CALIBRATION_SALT = "citewell-reader-calibration"
 MAX_CANDIDATES = 6
 """Candidates kept per training group: every answering one, then the hardest others."""
@@ -55,16 +54,12 @@ def _hashed(salt: str, key: str) -> int:
     return int(hashlib.sha256(f"{salt}:{key}".encode()).hexdigest(), 16)
 
 
-def validation_article(key: str) -> bool:
-    """Whether the article (title, or record id) is kept for validation: half of them, by hash."""
-    return _hashed(HOLD_OUT_SALT, key) % 2 == 1
-
-
 def article_part(key: str, *, validated: bool = True) -> Part:
-    """Which part an article (title, or record id) or paragraph is in: validation (half of a
-    development set's articles), calibration (a fifth of the rest), else training.
-    ``validated=False`` for keys that never validate (training-data sets, paragraphs)."""
-    if validated and validation_article(key):
+    """Which part an article (title, or record id) or paragraph is in: validation (the
+    held-out half of a development set's articles, ``evaluate.holdout``), calibration (a fifth
+    of the rest), else training. ``validated=False`` for keys that never validate
+    (training-data sets, paragraphs)."""
+    if validated and held_out(key):
         return "validation"
     return "calibration" if _hashed(CALIBRATION_SALT, key) % 5 == 0 else "training"
 
