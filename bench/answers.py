@@ -6,8 +6,9 @@ joined by blank lines, so every gold answer maps to an exact range of the source
 The ingested stores are kept in bench/.cache (embedding with e5-small is slow).
 
 Tuned on one part, reported on another: the articles are split in two by a hash of their title
-(``citewell.evaluate.holdout``), the same way in every data set (SQuAD 2.0 and XQuAD share articles). ``tune``
-reads only the tuning articles; ``quality`` reports the held-out ones unless told otherwise.
+(``citewell.evaluate.holdout``), the same way in every data set (SQuAD 2.0 and XQuAD share
+articles). ``tune`` reads only the tuning articles; ``quality`` reports the held-out ones unless
+told otherwise.
 
 Per data set: the share of answerable questions whose answer contains a gold answer (a refusal
 contains none); citation precision (the share of citations, over answers given to answerable
