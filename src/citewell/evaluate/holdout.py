@@ -11,11 +11,17 @@ from __future__ import annotations
 
 import hashlib
 
-__all__ = ["HOLD_OUT_SALT", "held_out"]
+__all__ = ["HOLD_OUT_SALT", "held_out", "salted_hash"]
 
 HOLD_OUT_SALT = "citewell-answers-holdout"
 
 
 def held_out(key: str) -> bool:
     """Whether the article (title, or record id) is in the held-out half."""
-    return int(hashlib.sha256(f"{HOLD_OUT_SALT}:{key}".encode()).hexdigest(), 16) % 2 == 1
+    return salted_hash(HOLD_OUT_SALT, key) % 2 == 1
+
+
+def salted_hash(salt: str, key: str) -> int:
+    """A key's place in a split drawn with ``salt``: the same on every machine and run (the
+    reader's calibration part is drawn this way from the other half)."""
+    return int(hashlib.sha256(f"{salt}:{key}".encode()).hexdigest(), 16)

@@ -25,8 +25,8 @@ _CLOSING = frozenset(".!?…。！？")
 def list_items(evidence: Evidence, index: int, most: int) -> tuple[int, ...]:
     """The evidence indices of the items that sentence ``index`` introduces, in order: the
     blocks of one sentence that follow it in its passage, while they end alike (with closing
-    punctuation or without). None where it introduces no list (it does not end with a colon, or
-    no such block follows it), or a list of more than ``most`` items, too long to say."""
+    punctuation or without). Empty where it introduces no list (it does not end with a colon,
+    or no such block follows it), or a list of more than ``most`` items, too long to say."""
     if not evidence.sentences[index].text.rstrip().endswith(LEAD_IN_ENDINGS):
         return ()
     items: list[int] = []

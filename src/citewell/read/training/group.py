@@ -4,12 +4,11 @@ that keeps an article in one part (training, calibration or validation) for ever
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from citewell.evaluate.holdout import held_out
+from citewell.evaluate.holdout import held_out, salted_hash
 from citewell.ingest.base import Block, BlockKind
 from citewell.ingest.segment import sentence_spans
 from citewell.model import Span
@@ -50,10 +49,6 @@ class Group:
         return dataclasses.replace(self, contexts=[title] * len(self.candidates))
 
 
-def _hashed(salt: str, key: str) -> int:
-    return int(hashlib.sha256(f"{salt}:{key}".encode()).hexdigest(), 16)
-
-
 def article_part(key: str, *, validated: bool = True) -> Part:
     """Which part an article (title, or record id) or paragraph is in: validation (the
     held-out half of a development set's articles, ``evaluate.holdout``), calibration (a fifth
@@ -61,7 +56,7 @@ def article_part(key: str, *, validated: bool = True) -> Part:
     (training-data sets, paragraphs)."""
     if validated and held_out(key):
         return "validation"
-    return "calibration" if _hashed(CALIBRATION_SALT, key) % 5 == 0 else "training"
+    return "calibration" if salted_hash(CALIBRATION_SALT, key) % 5 == 0 else "training"
 
 
 def sentences(text: str) -> list[Span]:
