@@ -23,6 +23,7 @@ from citewell.encoder import (
 )
 from citewell.generate.extractive import word_pick
 from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard
+from citewell.read.delta import LINEARS, NORMS
 from citewell.read.pairs import pair_ids
 from citewell.read.training.calibrate import calibrate
 from citewell.read.training.card import unpack_card, write_card
@@ -35,7 +36,7 @@ from citewell.read.training.data import (
     validation_groups,
 )
 from citewell.read.training.documents import cuad_groups, mtrag_groups
-from citewell.read.training.interpolate import interpolated
+from citewell.read.training.interpolate import interpolated, widened
 from citewell.read.training.loop import Budget, TrainConfig, train
 from citewell.read.training.made import altered_claims, unanswerable_variants
 from citewell.read.training.metrics import roc_auc, top1
@@ -343,6 +344,33 @@ def test_an_interpolated_reader_lies_between_the_two_it_was_made_from(
     narrower = ReaderNet(weights, layers=2, adapted=1, rank=2).delta()
     with pytest.raises(ValueError, match="layer1.query.down"):
         interpolated(start, narrower, 0.5)
+
+
+def test_a_delta_of_fewer_layers_widens_to_the_same_reader_and_interpolates_linearly(
+    weights: E5Weights,
+) -> None:
+    torch.manual_seed(6)
+    top, both = (ReaderNet(weights, layers=2, adapted=n, rank=4) for n in (1, 2))
+    for net in (top, both):
+        with torch.no_grad():
+            for parameter in net.trainable():
+                parameter.add_(torch.randn_like(parameter) * 0.05)
+    start, end = top.delta(), both.delta()
+    wide = widened(start, end, weights)
+    assert wide.adapted == {0, 1}
+    assert all(np.array_equal(wide.array(name), start.array(name)) for name in start.arrays)
+    unchanged, built = weights.layer(0), wide.adapted_layer(0, weights.layer(0))
+    for name in (*LINEARS, *NORMS):
+        for part in (0, 1):
+            assert np.allclose(getattr(built, name)[part], getattr(unchanged, name)[part]), name
+    middle = interpolated(wide, end, 0.25)
+    for name in LINEARS:
+        prefix = f"layer0.{name}"
+        change = middle.array(f"{prefix}.down") @ middle.array(f"{prefix}.up")
+        expected = 0.25 * end.array(f"{prefix}.down") @ end.array(f"{prefix}.up")
+        assert np.allclose(change, expected, atol=1e-4), name
+    with pytest.raises(ValueError, match="layers the other does not"):
+        widened(end, start, weights)
 
 
 def test_a_net_adapting_more_layers_goes_on_from_a_delta_of_fewer(

