@@ -5,10 +5,12 @@ trained reader here; tests/test_engine_reads.py reads with the trained one)."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 
 import pytest
 
 from citewell.model import Conflict, DeclineRule, PartReading, SentenceChoice
+from citewell.read.base import Scores
 from citewell.read.lexical import LexicalReader
 from citewell.rerank import context_of, question_parts, read_evidence
 from tests.generate.samples import Doc, evidence
@@ -135,6 +137,47 @@ def test_without_a_threshold_the_readers_rule_asks_whether_word_overlap_answers_
     assert not bridge.answered and bridge.answerable >= 0.3
     ruled = read_evidence(asked, RuledReader(), candidates=3, threshold=0.25).reading
     assert [part.answered for part in ruled] == [True, True]  # the agent's own threshold
+
+
+class CountingReader(LexicalReader):
+    """Word overlap's scores, remembering every sentence it was asked to score."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read: list[str] = []
+
+    def score_answers(
+        self, question: str, sentences: Sequence[str], contexts: Sequence[str] = ()
+    ) -> Scores:
+        self.read.extend(sentences)
+        return super().score_answers(question, sentences, contexts)
+
+    def answerability(
+        self, question: str, sentences: Sequence[str], contexts: Sequence[str] = ()
+    ) -> float:
+        return float(LexicalReader.score_answers(self, question, sentences).max(initial=0.0))
+
+
+LEAFLETS = [
+    Doc([f"Leaflet {n} says the museum welcomes visitors."], filename=f"leaflet-{n}.md")
+    for n in range(1, 5)
+] + [Doc(["The museum opens at ten on Sundays."], filename="hours.md")]
+
+
+def test_the_rest_of_the_candidates_are_read_only_where_the_first_leave_the_part_unanswered() -> (
+    None
+):
+    answered = CountingReader()
+    asked = evidence("When does the museum open on Sundays?", LEAFLETS)
+    (part,) = read_evidence(asked, answered, candidates=4, read_first=2, threshold=0.5).reading
+    assert part.answered and len(part.answers) == 2
+    assert len(answered.read) == 2 and answered.read[0] == "The museum opens at ten on Sundays."
+    declined = CountingReader()
+    asked = evidence("Who founded the museum?", LEAFLETS)
+    (part,) = read_evidence(asked, declined, candidates=4, read_first=2, threshold=0.9).reading
+    assert not part.answered and len(part.answers) == 4  # read further before declining
+    assert declined.read[:2] == declined.read[2:4]  # the first two again, with the next two
+    assert len(declined.read) == 6
 
 
 def test_a_part_two_dated_sources_answer_differently_carries_their_conflict() -> None:

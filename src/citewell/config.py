@@ -167,10 +167,20 @@ class ReadSettings(_Group):
         default=5,
         ge=1,
         le=50,
-        description="Evidence sentences the reader reads for each part of a question: those word "
-        "overlap ranks highest. Each costs one pass of the network (docs/reader.md, latency); "
-        "5 answered as 8 did on bench/answers.py's tuning articles but for one question in 80 "
-        "in English and in Spanish, in two thirds of the time (docs/benchmarks.md).",
+        description="Evidence sentences the reader may read for each part of a question: those "
+        "word overlap ranks highest. Each costs one pass of the network (docs/reader.md, "
+        "latency); 5 answered as 8 did on bench/answers.py's tuning articles but for one "
+        "question in 80 in English and in Spanish, in two thirds of the time "
+        "(docs/benchmarks.md).",
+    )
+    read_first: int = Field(
+        default=3,
+        ge=1,
+        le=50,
+        description="Of those, how many are read first: the others only where these leave the "
+        "part unanswered. A part its best few sentences answer costs that many passes; one "
+        "about to be declined is read further first (docs/benchmarks.md, 'Reading in two "
+        "stages').",
     )
     conflicts: bool = Field(
         default=True,

@@ -330,6 +330,7 @@ class Engine:
             evidence,
             self.reader,
             candidates=self.library.settings.read.candidates,
+            read_first=self.library.settings.read.read_first,
             conflicts=self.library.settings.read.conflicts,
             threshold=agent.answerable_threshold,  # None: the reader's card decides
         )

@@ -7,8 +7,10 @@ A question may ask two things ("How much is a membership, and when is the worksh
 part is read on its own, so the sentence that answers the second is not outranked by the first
 one's answer, and the answer can hold one for each. Reading costs one pass of the network per
 (part, sentence) pair, so only the ``candidates`` sentences per part that word overlap ranks
-highest are read (the network then decides among them); headings are never read, as they name a
-topic and answer nothing.
+highest are read (the network then decides among them), and of those the first ``read_first``
+before the others: the rest are read only where the first leave the part unanswered, so a part
+its best few sentences answer costs that many passes, and one about to be declined is read
+further first. Headings are never read, as they name a topic and answer nothing.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ def read_evidence(
     reader: Reader,
     *,
     candidates: int,
+    read_first: int | None = None,
     threshold: float | None = None,
     conflicts: bool = True,
 ) -> Evidence:
@@ -53,7 +56,8 @@ def read_evidence(
 
     A part is answered where its answerability reaches ``threshold``, or without one, the
     reader's decline rule for the language: a lower threshold where word overlap would answer
-    the part too (``model.DeclineRule``)."""
+    the part too (``model.DeclineRule``). ``read_first``: how many of the ``candidates`` are
+    read before the others (None: all at once)."""
     readable = [s for s in evidence.sentences if not is_heading(evidence, s)]
     if not readable:
         return evidence
@@ -62,8 +66,9 @@ def read_evidence(
         if threshold is None
         else DeclineRule.single(threshold)
     )
+    stages = sorted({min(read_first or candidates, candidates), candidates})
     readings = [
-        _read_part(part, readable, evidence, reader, candidates=candidates, rule=rule)
+        _read_part(part, readable, evidence, reader, stages=stages, rule=rule)
         for part in question_parts(evidence.question)
     ]
     if conflicts:
@@ -81,12 +86,27 @@ def _read_part(
     evidence: Evidence,
     reader: Reader,
     *,
-    candidates: int,
+    stages: Sequence[int],
     rule: DeclineRule,
 ) -> PartReading:
+    """The part read over word overlap's best ``stages[0]`` sentences, then its best
+    ``stages[1]`` if those leave it unanswered (the reader remembers the pairs it has read)."""
     overlap = LexicalReader().score_answers(part, [s.text for s in readable])
     ranked = sorted(range(len(readable)), key=lambda i: (-overlap[i], i))
-    read = [readable[i] for i in ranked[:candidates]]
+    for stage in stages:
+        reading = _read_best(part, [readable[i] for i in ranked[:stage]], evidence, reader, rule)
+        if reading.answered or stage >= len(ranked):
+            break
+    return reading
+
+
+def _read_best(
+    part: str,
+    read: Sequence[EvidenceSentence],
+    evidence: Evidence,
+    reader: Reader,
+    rule: DeclineRule,
+) -> PartReading:
     texts = [s.text for s in read]
     contexts = [context_of(evidence, s) for s in read]
     scores = reader.score_answers(part, texts, contexts)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -164,15 +165,6 @@ def test_contexts_are_one_per_candidate(reader: CrossEncoderReader) -> None:
         reader.signals("answers", "When?", ["In 1902.", "In May."], ["Museum"])
 
 
-def test_a_question_s_signals_are_read_once_for_its_scores_and_its_answerability(
-    reader: CrossEncoderReader,
-) -> None:
-    question, sentences = "How long is the refund window?", ["Refunds within 30 days."]
-    first = reader.signals("answers", question, sentences)
-    assert reader.signals("answers", question, list(sentences)) is first
-    assert not first.flags.writeable  # shared: no caller may change another's
-
-
 def test_a_sentence_read_before_for_another_question_scores_as_if_read_first(
     reader: CrossEncoderReader,
 ) -> None:
@@ -232,6 +224,35 @@ def test_the_reader_embeds_with_the_librarys_e5_and_reads_as_with_its_own(
     other_build = E5Small(1, tmp_path, recipe=Recipe("e5-small-2layers", 2, MeanPooling(), "fp32"))
     not_shared = open_reader(settings, other_build).signals("answers", question, sentences)
     np.testing.assert_array_equal(not_shared, own)  # cosines of another build are not weighed
+
+
+def test_a_pair_read_once_is_not_read_again_when_more_sentences_are_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    passes: list[str] = []
+    run = CrossEncoderReader._logits
+
+    def counted(reader: CrossEncoderReader, first: str, seconds: Any, *rest: Any) -> np.ndarray:
+        passes.extend(seconds)
+        return run(reader, first, seconds, *rest)
+
+    monkeypatch.setattr(CrossEncoderReader, "_logits", counted)
+    question = "What is the refund window?"
+    sentences = [
+        "Refunds are accepted within 30 days with a receipt.",
+        "Gift cards never expire.",
+        "The shop opens at nine.",
+    ]
+    reader = CrossEncoderReader(1, tmp_path)
+    first = reader.signals("answers", question, sentences[:2])
+    reader.answerability(question, sentences[:2])
+    assert passes == sentences[:2]  # scored, then asked whether they answer: one pass each
+    more = reader.signals("answers", question, sentences)
+    assert passes == sentences
+    np.testing.assert_array_equal(more[:2], first)
+    assert not first.flags.writeable and not more.flags.writeable  # remembered rows are shared
+    fresh = CrossEncoderReader(1, tmp_path).signals("answers", question, sentences)
+    np.testing.assert_array_equal(more, fresh)
 
 
 def test_a_damaged_delta_falls_back_to_word_overlap_and_says_so(

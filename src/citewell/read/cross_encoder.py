@@ -59,6 +59,10 @@ SENTENCES_REMEMBERED = 16_384
 depend on the question, and is computed alone, so a remembered one is the one it would compute;
 the sentences read for a question are mostly read again for the next one about the same
 documents, and embedding them was two fifths of reading's time (docs/benchmarks.md)."""
+PAIRS_REMEMBERED = 256
+"""(question, sentence) pairs whose signals the reader keeps. Each pair is read alone, so a
+remembered one is what reading it again would give: a part's sentences scored, then asked
+whether they answer at all, or read further (``rerank``), cost each pair one pass."""
 
 
 @dataclass(frozen=True)
@@ -163,7 +167,7 @@ class CrossEncoderReader:
         self._model = LazyModel(self._load)
         self._overlap = LexicalReader()
         self._e5 = e5 or E5Small(threads, cache_dir)
-        self._remembered = lru_cache(maxsize=8)(self._read_signals)
+        self._pair_signals = lru_cache(maxsize=PAIRS_REMEMBERED)(self._read_pair)
         self._sentence_vector = lru_cache(maxsize=SENTENCES_REMEMBERED)(self._embed_sentence)
 
     def score_answers(
@@ -214,34 +218,34 @@ class CrossEncoderReader:
         *,
         cosine: bool,
     ) -> Signals:
-        # The last few are remembered: a caller that scores a question's sentences and then
-        # asks whether they answer it at all reads them once.
         if contexts and len(contexts) != len(seconds):
             raise ValueError(f"{len(contexts)} contexts for {len(seconds)} candidates")
-        return self._remembered(task, first, tuple(seconds), tuple(contexts), cosine)
-
-    def _read_signals(
-        self,
-        task: Task,
-        first: str,
-        seconds: tuple[str, ...],
-        contexts: tuple[str, ...],
-        cosine: bool,
-    ) -> Signals:
         if not seconds:
             return np.empty((0, 3), dtype=np.float32)
-        if task == "answers":
-            overlap = self._overlap.score_answers(first, seconds)
-        else:
-            overlap = self._overlap.score_support(first, seconds)
-        similarity = np.zeros(len(seconds), dtype=np.float32)
-        if cosine:
-            vectors = np.stack([self._sentence_vector(second) for second in seconds])
-            similarity = vectors @ self._e5.embed_query(first)
-        logits = self._logits(first, seconds, contexts or ("",) * len(seconds), _COLUMN[task])
-        signals = np.stack([logits, overlap, similarity], axis=1).astype(np.float32)
-        signals.setflags(write=False)  # shared by every caller of the remembered signals
+        rows = [
+            self._pair_signals(task, first, second, context, cosine)
+            for second, context in zip(seconds, contexts or ("",) * len(seconds), strict=True)
+        ]
+        signals = np.stack(rows)
+        signals.setflags(write=False)
         return signals
+
+    def _read_pair(
+        self, task: Task, first: str, second: str, context: str, cosine: bool
+    ) -> np.ndarray:
+        """One pair's signals: the network's logit, word overlap and e5's cosine (0 unless
+        ``cosine``)."""
+        if task == "answers":
+            overlap = float(self._overlap.score_answers(first, [second])[0])
+        else:
+            overlap = float(self._overlap.score_support(first, [second])[0])
+        similarity = 0.0
+        if cosine:
+            similarity = float(self._sentence_vector(second) @ self._e5.embed_query(first))
+        logit = float(self._logits(first, [second], [context], _COLUMN[task])[0])
+        row = np.array([logit, overlap, similarity], dtype=np.float32)
+        row.setflags(write=False)  # shared by every caller of the remembered pair
+        return row
 
     def _embed_sentence(self, sentence: str) -> np.ndarray:
         vector: np.ndarray = self._e5.embed_passages([sentence])[0]
