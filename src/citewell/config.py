@@ -174,7 +174,7 @@ class ReadSettings(_Group):
         "(docs/benchmarks.md).",
     )
     read_first: int = Field(
-        default=3,
+        default=2,
         ge=1,
         le=50,
         description="Of those, how many are read first: the others only where these leave the "
