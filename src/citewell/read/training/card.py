@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from citewell.encoder.weights import E5Weights
+from citewell.read.delta import ReaderDelta
 
-__all__ = ["TRAINING_DATA", "unpack_card", "write_card"]
+__all__ = ["TRAINING_DATA", "run_delta", "unpack_card", "write_card"]
 
 TRAINING_DATA = [
     {"set": "SQuAD 2.0 train, first 10 articles", "licence": "CC BY-SA 4.0"},
@@ -28,6 +29,13 @@ TRAINING_DATA = [
 ]
 """What trains the reader (each run goes on from the shipped one, so the sets accumulate);
 SciFact and RGB (non-commercial) only measure it."""
+
+
+def run_delta(run: Path) -> ReaderDelta:
+    """The delta a run wrote, ``run/reader.npz``, checked against the hash its
+    ``training.json`` gives."""
+    training = json.loads((run / "training.json").read_text())
+    return ReaderDelta.read(run / "reader.npz", training["sha256"])
 
 
 def write_card(run: Path, package: Path, weights: E5Weights) -> Path:

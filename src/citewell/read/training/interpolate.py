@@ -23,6 +23,7 @@ import numpy as np
 
 from citewell.encoder.weights import E5Weights
 from citewell.read.delta import LINEARS, NORMS, ReaderDelta
+from citewell.read.training.card import run_delta
 
 __all__ = ["interpolated", "widened", "write_interpolated"]
 
@@ -77,7 +78,7 @@ def write_interpolated(
     delta of the run ``end_run``, and ``out/training.json`` (the end run's, with what was
     interpolated), ready to calibrate."""
     training = json.loads((end_run / "training.json").read_text())
-    end = ReaderDelta.read(end_run / "reader.npz", training["sha256"])
+    end = run_delta(end_run)
     start = widened(start, end, base)
     out.mkdir(parents=True, exist_ok=True)
     sha256 = interpolated(start, end, weight).write(out / "reader.npz")

