@@ -159,8 +159,15 @@ class CountingReader(LexicalReader):
 
 
 LEAFLETS = [
-    Doc([f"Leaflet {n} says the museum welcomes visitors."], filename=f"leaflet-{n}.md")
-    for n in range(1, 5)
+    Doc([said], filename=f"leaflet-{n}.md")
+    for n, said in enumerate(
+        [
+            "The museum welcomes school groups on weekdays.",
+            "The museum shop sells postcards and books.",
+            "The museum café serves lunch.",
+            "The museum garden is free to visit.",
+        ]
+    )
 ] + [Doc(["The museum opens at ten on Sundays."], filename="hours.md")]
 
 
@@ -178,6 +185,31 @@ def test_the_rest_of_the_candidates_are_read_only_where_the_first_leave_the_part
     assert not part.answered and len(part.answers) == 4  # read further before declining
     assert declined.read[:2] == declined.read[2:4]  # the first two again, with the next two
     assert len(declined.read) == 6
+
+
+VOLUNTEERS = "The workshop on Saturdays is run by volunteers."
+
+
+def test_the_first_stage_reads_distinct_statements_not_one_twice() -> None:
+    paragraph = [VOLUNTEERS, "On Saturdays it opens at nine."]
+    reader = CountingReader()
+    asked = evidence(
+        "When does the workshop open on Saturdays?",
+        [Doc(paragraph, filename="hours.md"), Doc(paragraph, filename="newsletter.md")],
+    )
+    (part,) = read_evidence(asked, reader, candidates=4, read_first=2, threshold=0.5).reading
+    assert reader.read == paragraph  # the newsletter's copy of the first is not read
+    assert part.answered and part.conflict is None
+
+
+def test_a_part_whose_candidates_another_source_contradicts_is_read_all_at_once() -> None:
+    current = Doc([VOLUNTEERS, "On Saturdays it opens at nine."], filename="hours.md")
+    older = Doc([VOLUNTEERS, "On Saturdays it opens at ten."], filename="hours-2021.md")
+    reader = CountingReader()
+    asked = evidence("When does the workshop open on Saturdays?", [current, older])
+    (part,) = read_evidence(asked, reader, candidates=4, read_first=2, threshold=0.5).reading
+    assert sorted(reader.read) == sorted([*current.sentences, *older.sentences])
+    assert part.conflict is not None and part.conflict.values == ("nine", "ten")
 
 
 def test_a_part_two_dated_sources_answer_differently_carries_their_conflict() -> None:

@@ -174,14 +174,15 @@ class ReadSettings(_Group):
         "(docs/benchmarks.md).",
     )
     read_first: int = Field(
-        default=5,
+        default=2,
         ge=1,
         le=50,
-        description="Of those, how many are read first: the others only where these leave the "
-        "part unanswered. Fewer is faster (2: 42-47 ms an answer at 10k passages against "
-        "76-80) with the same answers on XQuAD and SQuAD 2.0, but finds fewer of the sources "
-        "that disagree (English 0.875 -> 0.761), whose near-copies fill the first places; so "
-        "by default all are read at once (docs/benchmarks.md, 'Reading in two stages').",
+        description="Of those, how many distinct statements are read first: the others only "
+        "where these leave the part unanswered, or where another source contradicts one of the "
+        "candidates (then all are read at once, so that the same disagreements are found). A "
+        "part its best two sentences answer costs two passes, not five; one about to be "
+        "declined is read further first. Set it to `candidates` to read all at once "
+        "(docs/benchmarks.md, 'Reading in two stages').",
     )
     conflicts: bool = Field(
         default=True,

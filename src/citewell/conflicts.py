@@ -24,7 +24,7 @@ from citewell.generate.answer_types import AnswerType, carries
 from citewell.language import count_negations
 from citewell.model import Conflict, Evidence, EvidenceSentence, Source
 
-__all__ = ["differing_values", "find_conflict"]
+__all__ = ["differing_values", "find_conflict", "one_statement"]
 
 SHARED = 0.6
 """Least share of their words two sentences hold in common, in order, to be one statement."""
@@ -61,12 +61,8 @@ def differing_values(first: str, second: str) -> tuple[str, str] | None:
     with a different value or one denies it; None when they share too little, differ in no
     value, or agree."""
     a, b = list(_TOKEN.finditer(first)), list(_TOKEN.finditer(second))
-    if not a or not b:
-        return None
-    words_a, words_b = [t.group().casefold() for t in a], [t.group().casefold() for t in b]
-    matcher = SequenceMatcher(None, words_a, words_b, autojunk=False)
-    shared = sum(block.size for block in matcher.get_matching_blocks())
-    if shared < SHARED * max(len(a), len(b)):
+    matcher = _one_statement(a, b)
+    if matcher is None:
         return None
     changed = [op for op in matcher.get_opcodes() if op[0] != "equal"]
     if not changed:
@@ -82,6 +78,24 @@ def differing_values(first: str, second: str) -> tuple[str, str] | None:
         end_a, end_b = min(end_a + 1, len(a)), min(end_b + 1, len(b))
         return _stretch(first, a, start_a, end_a), _stretch(second, b, start_b, end_b)
     return None
+
+
+def one_statement(first: str, second: str) -> bool:
+    """Whether two sentences are one statement, the same or with another value: most of their
+    words shared, in order."""
+    return _one_statement(list(_TOKEN.finditer(first)), list(_TOKEN.finditer(second))) is not None
+
+
+def _one_statement(
+    a: Sequence[re.Match[str]], b: Sequence[re.Match[str]]
+) -> SequenceMatcher[str] | None:
+    """How the two sentences' words match, when they are one statement."""
+    if not a or not b:
+        return None
+    words_a, words_b = [t.group().casefold() for t in a], [t.group().casefold() for t in b]
+    matcher = SequenceMatcher(None, words_a, words_b, autojunk=False)
+    shared = sum(block.size for block in matcher.get_matching_blocks())
+    return matcher if shared >= SHARED * max(len(a), len(b)) else None
 
 
 def _is_value(said: str) -> bool:

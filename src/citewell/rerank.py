@@ -7,10 +7,11 @@ A question may ask two things ("How much is a membership, and when is the worksh
 part is read on its own, so the sentence that answers the second is not outranked by the first
 one's answer, and the answer can hold one for each. Reading costs one pass of the network per
 (part, sentence) pair, so only the ``candidates`` sentences per part that word overlap ranks
-highest are read (the network then decides among them), and of those the first ``read_first``
-before the others: the rest are read only where the first leave the part unanswered, so a part
-its best few sentences answer costs that many passes, and one about to be declined is read
-further first. Headings are never read, as they name a topic and answer nothing.
+highest are read (the network then decides among them), and may be read in two stages: the best
+``read_first`` distinct statements first (a near-copy of one, from another version of the same
+paragraph, waits), and the rest only where those leave the part unanswered, so a part its best
+few sentences answer costs that many passes, and one about to be declined is read further
+first. Headings are never read, as they name a topic and answer nothing.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import re
 from collections.abc import Sequence
 
 from citewell.cite.evidence import build_evidence, is_heading
-from citewell.conflicts import find_conflict
+from citewell.conflicts import find_conflict, one_statement
 from citewell.generate.extractive import ExtractiveGenerator
 from citewell.language import is_cjk
 from citewell.model import Conflict, DeclineRule, Evidence, EvidenceSentence, PartReading
@@ -68,14 +69,9 @@ def read_evidence(
     )
     stages = sorted({min(read_first or candidates, candidates), candidates})
     readings = [
-        _read_part(part, readable, evidence, reader, stages=stages, rule=rule)
+        _read_part(part, readable, evidence, reader, stages=stages, rule=rule, conflicts=conflicts)
         for part in question_parts(evidence.question)
     ]
-    if conflicts:
-        readings = [
-            dataclasses.replace(reading, conflict=_conflict(evidence, reading))
-            for reading in readings
-        ]
     read = _reordered(evidence, readings)
     return dataclasses.replace(read, choice=reader.sentence_choice(evidence.language))
 
@@ -88,16 +84,43 @@ def _read_part(
     *,
     stages: Sequence[int],
     rule: DeclineRule,
+    conflicts: bool,
 ) -> PartReading:
-    """The part read over word overlap's best ``stages[0]`` sentences, then its best
-    ``stages[1]`` if those leave it unanswered (the reader remembers the pairs it has read)."""
+    """The part read over word overlap's best ``stages[0]`` distinct statements, then its best
+    ``stages[1]`` sentences if those leave it unanswered (the reader remembers the pairs it has
+    read); with ``conflicts``, where sources disagree on it.
+
+    A part whose candidates another source contradicts is read all at once: which of the
+    candidates is the best answer, and so what the disagreement is about, is then the reader's
+    choice among all of them, as when every part is read at once."""
     overlap = LexicalReader().score_answers(part, [s.text for s in readable])
-    ranked = sorted(range(len(readable)), key=lambda i: (-overlap[i], i))
-    for stage in stages:
-        reading = _read_best(part, [readable[i] for i in ranked[:stage]], evidence, reader, rule)
-        if reading.answered or stage >= len(ranked):
-            break
-    return reading
+    ranked = [readable[i] for i in sorted(range(len(readable)), key=lambda i: (-overlap[i], i))]
+    *first, last = stages
+    best = ranked[:last]
+    if first and not (conflicts and find_conflict(evidence, [s.number for s in best])):
+        # No candidate has another version: neither has what is read of them.
+        for stage in first:
+            reading = _read_best(part, _distinct(best, stage), evidence, reader, rule)
+            if reading.answered:
+                return reading
+    reading = _read_best(part, best, evidence, reader, rule)
+    return (
+        dataclasses.replace(reading, conflict=_conflict(evidence, reading))
+        if conflicts
+        else reading
+    )
+
+
+def _distinct(ranked: Sequence[EvidenceSentence], count: int) -> list[EvidenceSentence]:
+    """The best ``count`` sentences that are each a statement of their own: a near-copy of one
+    chosen (another version of the paragraph, another document quoting it) says nothing new."""
+    chosen: list[EvidenceSentence] = []
+    for sentence in ranked:
+        if not any(one_statement(sentence.text, other.text) for other in chosen):
+            chosen.append(sentence)
+            if len(chosen) == count:
+                break
+    return chosen
 
 
 def _read_best(
