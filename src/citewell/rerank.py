@@ -57,8 +57,8 @@ def read_evidence(
 
     A part is answered where its answerability reaches ``threshold``, or without one, the
     reader's decline rule for the language: a lower threshold where word overlap would answer
-    the part too (``model.DeclineRule``). ``read_first``: how many of the ``candidates`` are
-    read before the others (None: all at once)."""
+    the part too (``model.DeclineRule``). ``read_first``: how many distinct statements of the
+    ``candidates`` are read before the others (None: all at once)."""
     readable = [s for s in evidence.sentences if not is_heading(evidence, s)]
     if not readable:
         return evidence
@@ -98,7 +98,8 @@ def _read_part(
     *first, last = stages
     best = ranked[:last]
     if first and not (conflicts and find_conflict(evidence, [s.number for s in best])):
-        # No candidate has another version: neither has what is read of them.
+        # No candidate is contradicted, so nothing read of them is: a part the first stage
+        # answers has no disagreement to look for.
         for stage in first:
             reading = _read_best(part, _distinct(best, stage), evidence, reader, rule)
             if reading.answered:
