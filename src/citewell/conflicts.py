@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from difflib import SequenceMatcher
+from functools import lru_cache
 
 from citewell.generate.answer_types import AnswerType, carries
 from citewell.language import count_negations
@@ -60,7 +62,7 @@ def differing_values(first: str, second: str) -> tuple[str, str] | None:
     """What two sentences say differently, (first's, second's), when they are one statement
     with a different value or one denies it; None when they share too little, differ in no
     value, or agree."""
-    a, b = list(_TOKEN.finditer(first)), list(_TOKEN.finditer(second))
+    a, b = _words(first), _words(second)
     matcher = _one_statement(a, b)
     if matcher is None:
         return None
@@ -69,33 +71,54 @@ def differing_values(first: str, second: str) -> tuple[str, str] | None:
         return None
     # From the first change to the last: "30 days" against "two weeks" is one value.
     start_a, end_a, start_b, end_b = changed[0][1], changed[-1][2], changed[0][3], changed[-1][4]
-    said_a, said_b = _stretch(first, a, start_a, end_a), _stretch(second, b, start_b, end_b)
+    said_a = _stretch(first, a.tokens, start_a, end_a)
+    said_b = _stretch(second, b.tokens, start_b, end_b)
     if _is_value(said_a) and _is_value(said_b):
         return said_a, said_b
     if count_negations(said_a) != count_negations(said_b):
         # One denies what the other states: "allowed" against "not allowed", the word it
         # negates (the next one, shared) included.
-        end_a, end_b = min(end_a + 1, len(a)), min(end_b + 1, len(b))
-        return _stretch(first, a, start_a, end_a), _stretch(second, b, start_b, end_b)
+        end_a, end_b = min(end_a + 1, len(a.tokens)), min(end_b + 1, len(b.tokens))
+        return _stretch(first, a.tokens, start_a, end_a), _stretch(second, b.tokens, start_b, end_b)
     return None
 
 
 def one_statement(first: str, second: str) -> bool:
     """Whether two sentences are one statement, the same or with another value: most of their
     words shared, in order."""
-    return _one_statement(list(_TOKEN.finditer(first)), list(_TOKEN.finditer(second))) is not None
+    return _one_statement(_words(first), _words(second)) is not None
 
 
-def _one_statement(
-    a: Sequence[re.Match[str]], b: Sequence[re.Match[str]]
-) -> SequenceMatcher[str] | None:
+@dataclass(frozen=True, eq=False)
+class _Words:
+    """A sentence's tokens, as written and casefolded, and its distinct words."""
+
+    tokens: tuple[re.Match[str], ...]
+    folded: tuple[str, ...]
+    distinct: frozenset[str]
+
+
+@lru_cache(maxsize=4096)
+def _words(text: str) -> _Words:
+    """Remembered: a part's candidates are each compared with every sentence of the evidence."""
+    tokens = tuple(_TOKEN.finditer(text))
+    folded = tuple(t.group().casefold() for t in tokens)
+    return _Words(tokens, folded, frozenset(folded))
+
+
+def _one_statement(a: _Words, b: _Words) -> SequenceMatcher[str] | None:
     """How the two sentences' words match, when they are one statement."""
-    if not a or not b:
+    if not a.folded or not b.folded:
         return None
-    words_a, words_b = [t.group().casefold() for t in a], [t.group().casefold() for t in b]
-    matcher = SequenceMatcher(None, words_a, words_b, autojunk=False)
+    least = SHARED * max(len(a.folded), len(b.folded))
+    # A bound on the words shared in order: each word in common, and each repeat of a word of
+    # the one that repeats fewer. Most pairs of a part's evidence fail this cheaper test.
+    repeats = min(len(a.folded) - len(a.distinct), len(b.folded) - len(b.distinct))
+    if len(a.distinct & b.distinct) + repeats < least:
+        return None
+    matcher = SequenceMatcher(None, a.folded, b.folded, autojunk=False)
     shared = sum(block.size for block in matcher.get_matching_blocks())
-    return matcher if shared >= SHARED * max(len(a), len(b)) else None
+    return matcher if shared >= least else None
 
 
 def _is_value(said: str) -> bool:
