@@ -11,7 +11,9 @@ highest are read (the network then decides among them), and may be read in two s
 ``read_first`` distinct statements first (a near-copy of one, from another version of the same
 paragraph, waits), and the rest only where those leave the part unanswered, so a part its best
 few sentences answer costs that many passes, and one about to be declined is read further
-first. Headings are never read, as they name a topic and answer nothing.
+first; a part one of whose candidates another source contradicts is read all at once, so that
+what the sources disagree on is found as if every part were. Headings are never read, as they
+name a topic and answer nothing.
 """
 
 from __future__ import annotations
