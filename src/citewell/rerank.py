@@ -99,19 +99,20 @@ def _read_part(
     ranked = [readable[i] for i in sorted(range(len(readable)), key=lambda i: (-overlap[i], i))]
     *first, last = stages
     best = ranked[:last]
-    if first and not (conflicts and find_conflict(evidence, [s.number for s in best])):
-        # No candidate is contradicted, so nothing read of them is: a part the first stage
-        # answers has no disagreement to look for.
+    # Read in stages, whether another source contradicts a candidate is asked before reading:
+    # where none is, nothing read of them is either, however far the part is read.
+    may_disagree = conflicts and (
+        not first or find_conflict(evidence, [s.number for s in best]) is not None
+    )
+    if not may_disagree:
         for stage in first:
             reading = _read_best(part, _distinct(best, stage), evidence, reader, rule)
             if reading.answered:
                 return reading
     reading = _read_best(part, best, evidence, reader, rule)
-    return (
-        dataclasses.replace(reading, conflict=_conflict(evidence, reading))
-        if conflicts
-        else reading
-    )
+    if may_disagree:
+        return dataclasses.replace(reading, conflict=_conflict(evidence, reading))
+    return reading
 
 
 def _distinct(ranked: Sequence[EvidenceSentence], count: int) -> list[EvidenceSentence]:
