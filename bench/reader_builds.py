@@ -1,10 +1,14 @@
-"""The shipped reader's network built three ways, each scoring a question's candidates alone and
+"""The shipped reader's network built four ways, each scoring a question's candidates alone and
 in one padded batch: is a score independent of its batch-mates, how far is it from fp32's, and
 is a batch faster?
 
-- ``int8 dynamic`` (shipped): int8 weights per output channel, each product's activations
-  quantised with a scale computed per call (onnxruntime's ``quantize_dynamic``), layers 0-5's
-  ``ffn_out`` in fp32. Its scores depend on batch-mates, so the reader runs each pair alone.
+- ``int7 dynamic`` (shipped): int8 products, the weights in 7 bits per output channel, each
+  product's activations quantised with a scale computed per call (onnxruntime's
+  ``quantize_dynamic`` with ``reduce_range``), layers 0-5's ``ffn_out`` in fp32. Its scores
+  depend on batch-mates, so the reader runs each pair alone; they do not depend on the CPU
+  (``citewell.encoder.build.Precision``).
+- ``int8 dynamic``: the same with 8-bit weights, the embedder's build; on a CPU without VNNI
+  its products saturate.
 - ``int8 static``: the same weights, the activations' scales fixed once from the calibration
   part's pairs (onnxruntime's ``quantize_static``, min-max, QDQ), the same products in fp32. A
   score no longer depends on what it is batched with.
@@ -94,14 +98,16 @@ def _ids(tokenizer: Tokenizer, card: ReaderCard, group: Group) -> list[list[int]
 def _builds(
     card: ReaderCard, weights: E5Weights, fixing: Sequence[Sequence[list[int]]], folder: Path
 ) -> dict[str, Path]:
-    dynamic = reader_recipe(card, card.read_delta())
+    shipped = reader_recipe(card, card.read_delta())
     models = {
-        "int8 dynamic (shipped)": folder / "dynamic.onnx",
+        "int7 dynamic (shipped)": folder / "int7.onnx",
+        "int8 dynamic": folder / "int8.onnx",
         "int8 static": folder / "static.onnx",
         "fp32": folder / "fp32.onnx",
     }
-    build(dynamic, weights, models["int8 dynamic (shipped)"])
-    build(dataclasses.replace(dynamic, precision="fp32"), weights, models["fp32"])
+    build(shipped, weights, models["int7 dynamic (shipped)"])
+    build(dataclasses.replace(shipped, precision="int8"), weights, models["int8 dynamic"])
+    build(dataclasses.replace(shipped, precision="fp32"), weights, models["fp32"])
     products = [
         node.name
         for node in onnx.load(models["fp32"]).graph.node

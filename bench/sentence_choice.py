@@ -4,8 +4,8 @@ choice is fitted on.
 The card fits one choice per language (``citewell.read.training.choice``) over every set of
 that language together; this prints, per (language, set), what word overlap's pick and the
 reader's likeliest are each worth on the questions the card's decline rule lets through
-(``choice.Pick.worth``: the share of the answer's sentences that answer; for an unanswerable
-question, one for no answer), and what the card's fitted choice is worth. A set where the two
+(``choice.Pick.worth``: the share of the answer's sentences that answer, over the answerable
+questions), and what the card's fitted choice is worth. A set where the two
 judges disagree with the language's choice is one the choice is not fitted for.
 
     .venv/bin/python bench/sentence_choice.py                            # the shipped reader
@@ -32,7 +32,7 @@ from citewell.read.training.data import calibration_groups, per_set
 from common import evaldata_dir, machine, reproduce_line, table
 from reader import TRAINDATA, readers
 
-WORD_OVERLAP = SentenceChoice(read_alone=1.01)
+WORD_OVERLAP = SentenceChoice()
 READER = SentenceChoice(reader_first=0.0)
 
 
@@ -58,7 +58,7 @@ def main() -> None:
         let_through.append(rule.answers(answerability, worded=word.sure))
     scores = [answers.scores(signal) for signal in signals]
     found = picks(groups, scores, let_through, words)
-    through = [g for g, kept in zip(groups, let_through, strict=True) if kept and g.candidates]
+    through = [g for g, kept in zip(groups, let_through, strict=True) if kept and any(g.labels)]
     by_set: dict[tuple[str, str], list[Pick]] = defaultdict(list)
     for group, pick in zip(through, found, strict=True):
         by_set[(group.language, group.dataset)].append(pick)

@@ -804,16 +804,17 @@ class SentenceChoice:
     """Which sentence answers a part the reader found answered: word overlap's pick, the
     reader's likeliest, or both. Fitted per language on the reader's calibration part (articles
     it never trained on) and kept in its card: where the two judges disagree, which one is more
-    often right depends on the reader and the language. A threshold above 1 never applies."""
+    often right depends on the reader and the language. A threshold above 1 never applies.
+
+    The choice never declines a part: whether a part is answered is the reader's decline rule's
+    to say (``DeclineRule``, fitted at a stated false refusal), so where word overlap would
+    decline it, the reader's likeliest answers it."""
 
     reader_first: float = 1.01
     """The reader's likeliest is said instead of word overlap's pick when it scores this."""
     both: float = 1.01
     """Otherwise, it is said after word overlap's pick (when that is another sentence) when it
     scores this."""
-    read_alone: float = 0.5
-    """Where word overlap would decline the part, the reader's likeliest answers it when it
-    scores this; below, the part goes unanswered."""
 
     def answer(self, word: WordAnswer, read: tuple[int, float] | None) -> list[int]:
         """The part's answer sentences, first said first, from word overlap's answer and the
@@ -821,12 +822,11 @@ class SentenceChoice:
         that answer together are the answer (``WordAnswer.listed``)."""
         if word.listed:
             return list(word.sentences)
-        if read is not None and read[1] >= self.reader_first:
+        if read is not None and (read[1] >= self.reader_first or not word.sentences):
             return [read[0]]
         picks = list(word.sentences)
-        if read is not None and read[0] not in picks:
-            if read[1] >= (self.both if picks else self.read_alone):
-                picks.append(read[0])
+        if read is not None and read[0] not in picks and read[1] >= self.both:
+            picks.append(read[0])
         return picks
 
 

@@ -6,10 +6,13 @@ import hashlib
 import logging
 from pathlib import Path
 
+import numpy as np
+import onnx
 import pytest
+from onnx import numpy_helper
 
 from citewell.encoder import E5Weights, MeanPooling, Recipe, cached_model
-from citewell.encoder.build import build
+from citewell.encoder.build import Precision, build
 
 SMALL = Recipe("e5-small-1layer", 1, MeanPooling(), "fp32")
 
@@ -18,12 +21,31 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.mark.parametrize("precision", ["fp32", "int8"])
+@pytest.mark.parametrize("precision", ["fp32", "int8", "int7"])
 def test_the_build_is_deterministic(weights: E5Weights, tmp_path: Path, precision: str) -> None:
     recipe = Recipe("twice", 2, MeanPooling(), precision)  # type: ignore[arg-type]
     build(recipe, weights, tmp_path / "a.onnx")
     build(recipe, weights, tmp_path / "b.onnx")
     assert sha256(tmp_path / "a.onnx") == sha256(tmp_path / "b.onnx")
+
+
+def test_int7_weights_leave_a_bit_free_so_no_cpu_saturates_their_products(
+    weights: E5Weights, tmp_path: Path
+) -> None:
+    # Two 8-bit activations times two such weights sum to at most 2 * 255 * 64 = 32,640: within
+    # the 16 bits a CPU without VNNI sums a pair in; 8-bit weights (127) are not.
+    largest = {}
+    precisions: tuple[Precision, ...] = ("int8", "int7")
+    for precision in precisions:
+        build(Recipe(precision, 1, MeanPooling(), precision), weights, tmp_path / precision)
+        model = onnx.load(tmp_path / precision)
+        stored = [
+            numpy_helper.to_array(tensor).astype(np.int16)
+            for tensor in model.graph.initializer
+            if tensor.data_type == onnx.TensorProto.INT8
+        ]
+        largest[precision] = max(int(np.abs(values).max()) for values in stored)
+    assert largest == {"int8": 127, "int7": 64}
 
 
 def test_a_built_model_is_reused_without_building(weights: E5Weights, tmp_path: Path) -> None:

@@ -3,14 +3,16 @@ language picks that language's sentences."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from citewell.generate.extractive import word_pick
 from citewell.model import SentenceChoice, WordAnswer
-from citewell.read.training.choice import Pick, fit_choices, picks, word_picks
+from citewell.read.training.choice import Pick, by_chance, fit_choices, picks, word_picks
 from citewell.read.training.data import Group
 
-WORD_ONLY = SentenceChoice(read_alone=1.01)
+WORD_FIRST = SentenceChoice()
 
 
 def pick(language: str, word: int | None, read: tuple[int, float], gold: set[int]) -> Pick:
@@ -18,12 +20,11 @@ def pick(language: str, word: int | None, read: tuple[int, float], gold: set[int
     return Pick(language, WordAnswer(() if word is None else (word,)), read, frozenset(gold))
 
 
-def test_a_right_answer_is_worth_one_a_wrong_or_missing_one_nothing() -> None:
-    right = pick("en", 0, (0, 0.9), {0})
-    wrong = pick("en", 1, (1, 0.9), {0})
-    assert right.worth(WORD_ONLY) == 1.0
-    assert wrong.worth(WORD_ONLY) == 0.0
-    assert pick("en", None, (0, 0.4), {0}).worth(WORD_ONLY) == 0.0
+def test_a_right_answer_is_worth_one_a_wrong_one_nothing() -> None:
+    right = pick("en", 0, (1, 0.9), {0})
+    wrong = pick("en", 1, (0, 0.9), {0})
+    assert right.worth(WORD_FIRST) == 1.0
+    assert wrong.worth(WORD_FIRST) == 0.0
 
 
 def test_saying_both_is_worth_the_share_of_the_two_that_answers() -> None:
@@ -33,10 +34,13 @@ def test_saying_both_is_worth_the_share_of_the_two_that_answers() -> None:
     assert both_right.worth(SentenceChoice(both=0.5)) == 1.0
 
 
-def test_no_answer_is_right_where_the_paragraph_does_not_answer() -> None:
-    unanswered = pick("en", 2, (1, 0.3), set())
-    assert unanswered.worth(WORD_ONLY) == 0.0
-    assert pick("en", None, (1, 0.3), set()).worth(SentenceChoice()) == 1.0
+def test_the_choice_never_declines_a_part_the_reader_answered() -> None:
+    # Word overlap would decline: the reader's likeliest answers, however unsure, for whether
+    # the part is answered was the decline rule's to say.
+    for choice in (WORD_FIRST, SentenceChoice(reader_first=0.9, both=0.9)):
+        assert choice.answer(WordAnswer(), (3, 0.05)) == [3]
+    assert pick("en", None, (0, 0.05), {0}).worth(WORD_FIRST) == 1.0
+    assert WORD_FIRST.answer(WordAnswer(), None) == []  # nothing was read
 
 
 def test_each_language_gets_the_judge_that_is_right_more_often_there() -> None:
@@ -50,10 +54,33 @@ def test_each_language_gets_the_judge_that_is_right_more_often_there() -> None:
     assert figures["zh"] == {
         "questions": 5,
         "word overlap's pick": 0.0,
-        "unfitted (the reader's above 0.5 where word overlap declines)": 0.0,
         "the reader's likeliest": 1.0,
+        "best": 1.0,
+        "best's gain by chance": 0.0312,  # right on all 5 where they differ: 1 in 32
         "fitted": 1.0,
     }
+
+
+def test_a_gain_the_calibration_part_could_show_by_chance_keeps_word_overlaps_pick_first() -> None:
+    found = [pick("en", 0, (1, 0.8), {1}) for _ in range(6)]  # the reader right, 6 times
+    found += [pick("en", 0, (1, 0.8), {0}) for _ in range(4)]  # word overlap right, 4 times
+    choices, figures = fit_choices(found)
+    assert choices["en"] == SentenceChoice()
+    assert figures["en"] == {
+        "questions": 10,
+        "word overlap's pick": 0.4,
+        "the reader's likeliest": 0.6,
+        "best": 0.6,
+        "best's gain by chance": 0.377,  # 6 or more of 10 fair coins
+        "fitted": 0.4,
+    }
+
+
+def test_by_chance_is_a_one_sided_sign_test() -> None:
+    assert by_chance(5, 0) == 1 / 32
+    assert by_chance(6, 4) == (210 + 120 + 45 + 10 + 1) / 1024
+    assert by_chance(0, 3) == 1.0
+    assert by_chance(0, 0) == 1.0  # the two never differ: nothing to gain
 
 
 def test_a_tables_rows_that_answer_together_are_said_whatever_the_reader_reads() -> None:
@@ -63,20 +90,21 @@ def test_a_tables_rows_that_answer_together_are_said_whatever_the_reader_reads()
     assert SentenceChoice(reader_first=0.0).answer(prose, (0, 0.99)) == [0]
 
 
-def test_the_reader_answers_alone_from_where_its_scores_start_to_be_right() -> None:
-    found = [pick("es", None, (0, 0.35), {0}) for _ in range(3)]  # right at 0.35
-    found += [pick("es", None, (0, 0.15), set()) for _ in range(3)]  # wrong at 0.15
+def test_the_reader_goes_first_from_where_its_scores_start_to_be_right() -> None:
+    found = [pick("es", 1, (0, 0.35), {0}) for _ in range(6)]  # the reader right at 0.35
+    found += [pick("es", 1, (0, 0.15), {1}) for _ in range(6)]  # word overlap right at 0.15
     choices, _ = fit_choices(found)
-    assert 0.15 < choices["es"].read_alone <= 0.35
+    assert 0.15 < choices["es"].reader_first <= 0.35
+    assert choices["es"].both == choices["es"].reader_first  # saying both never pays here
 
 
 def test_among_equally_good_choices_the_one_closest_to_word_overlap_is_kept() -> None:
     choices, _ = fit_choices([pick("en", 0, (0, 0.9), {0})])  # both judges agree: any fits
-    assert choices["en"] == SentenceChoice(reader_first=1.01, both=1.01, read_alone=1.01)
+    assert choices["en"] == SentenceChoice(reader_first=1.01, both=1.01)
     assert set(choices) == {"en", "*"}
 
 
-def test_picks_are_made_as_the_engine_makes_them_for_the_groups_let_through() -> None:
+def test_picks_are_made_as_the_engine_makes_them_for_the_answerable_groups_let_through() -> None:
     group = Group(
         task="answers",
         dataset="xquad-en",
@@ -95,3 +123,6 @@ def test_picks_are_made_as_the_engine_makes_them_for_the_groups_let_through() ->
         Pick("en", word=WordAnswer((1,), typed=True), read=(0, 0.6), gold=frozenset({1}))
     ]
     assert picks([group, claim], scores, [False, True], words) == []
+    # Whether an unanswerable one is declined is the decline rule's to say, not the choice's.
+    unanswerable = dataclasses.replace(group, labels=[0, 0], answerable=False)
+    assert picks([unanswerable], scores[:1], [True], words[:1]) == []

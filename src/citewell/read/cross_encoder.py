@@ -119,12 +119,14 @@ def reader_recipe(card: ReaderCard, delta: ReaderDelta) -> Recipe:
     """The reader's build: int8 but for the products the embedder keeps in fp32 (the outliers of
     the first six feed-forward outputs), the delta merged in. All int8, a validation pair's
     probability moved up to 0.57 from torch's (mean 0.042); so, up to 0.15 (mean 0.014), for
-    25 % more time; fp32 took 2.3x as long (docs/benchmarks.md, "citewell's reader")."""
+    25 % more time; fp32 took 2.3x as long (docs/benchmarks.md, "citewell's reader"). Its
+    weights in 7 bits, so that it scores alike on every CPU its card may be used on, with VNNI
+    or without (``encoder.build.Precision``); on one without, that is also closer to fp32."""
     return Recipe(
         name=card.name,
         layers=card.layers,
         head=delta.head(),
-        precision="int8",
+        precision="int7",
         fp32_products=E5_EMBEDDING.fp32_products,
         changes=delta,
     )
