@@ -57,11 +57,11 @@ def main() -> None:
         answerability = float(answerable.scores(best_signals(signal))[0])
         let_through.append(rule.answers(answerability, worded=word.sure))
     scores = [answers.scores(signal) for signal in signals]
-    found = picks(groups, scores, let_through, words)
-    through = [g for g, kept in zip(groups, let_through, strict=True) if kept and any(g.labels)]
     by_set: dict[tuple[str, str], list[Pick]] = defaultdict(list)
-    for group, pick in zip(through, found, strict=True):
-        by_set[(group.language, group.dataset)].append(pick)
+    for group, score, kept, word in zip(groups, scores, let_through, words, strict=True):
+        # A group at a time, so that which groups make a pick is ``picks``' to say.
+        for pick in picks([group], [score], [kept], [word]):
+            by_set[(group.language, group.dataset)].append(pick)
     rows = []
     for (language, dataset), chosen in sorted(by_set.items()):
         fitted = for_language(card.choices, language) or SentenceChoice()
