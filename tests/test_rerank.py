@@ -33,6 +33,16 @@ from tests.generate.samples import Doc, evidence
         ("¿Qué cuesta y cuándo abre?", ("¿Qué cuesta?", "¿Cuándo abre?")),
         ("他是谁？另外，他在哪里出生？", ("他是谁？", "他在哪里出生？")),
         ("他是谁，另外他在哪里出生？", ("他是谁？", "他在哪里出生？")),
+        ("包是怎样路由的另外，DECnet变成了什么", ("包是怎样路由的", "DECnet变成了什么")),
+        ("包是怎样路由的另外，DECnet变成了什么？", ("包是怎样路由的？", "DECnet变成了什么？")),
+        (
+            "Name a cause of immunodeficiency. And which molecule is present during sleep?",
+            ("Name a cause of immunodeficiency.", "Which molecule is present during sleep?"),
+        ),
+        (
+            "Dos diferencias entre X.25 y ARPANET ¿Y qué es Internet2?",
+            ("Dos diferencias entre X.25 y ARPANET?", "¿Qué es Internet2?"),
+        ),
     ],
 )
 def test_a_question_is_split_where_a_second_question_begins(
@@ -49,6 +59,9 @@ def test_a_question_is_split_where_a_second_question_begins(
         "¿Quiénes son Tom y Jerry?",
         "Hi? What is the refund window?",  # a greeting asks nothing of the sources
         "汤姆和杰瑞是谁？",
+        "Who were Dr. and Mrs. Smith?",
+        "Dime, ¿qué es Internet2?",
+        "另外，他在哪里出生？",
     ],
 )
 def test_and_between_two_things_asked_about_is_not_a_second_question(question: str) -> None:

@@ -217,9 +217,15 @@ _JOINED = re.compile(
 )
 """Where one question is joined to another by "and" / "y": the conjunction before a second
 interrogative ("... cost and when is it open?"), not one between two nouns ("Tom and Jerry")."""
-_ASKED = re.compile(r"(?<=[?？])\s*(?=\S)|(?<=[。；;])\s*(?=\S)|(?:，|,\s*)(?=另外|此外|还有|以及)")
-"""Where one question ends and another begins: after a question mark, or before a Chinese
-"besides" that opens a second question."""
+_ASKED = re.compile(
+    r"(?<=[?？])\s*(?=\S)|(?<=[。；;])\s*(?=\S)"
+    r"|(?<=\.)\s+(?=(?:And|Also)\b)|\s+(?=¿\s*[Yy]\b)"
+    r"|[，,]?\s*(?=(?:另外|此外)[，,])|(?:，|,\s*)(?=另外|此外|还有|以及)"
+)
+"""Where one question ends and another begins: after a question mark; after a full stop where a
+conjunction opens the next ("Name a cause. And when ...?"); before a "¿Y" that opens one
+however the first ended; before a Chinese "besides" that opens a second question, with or
+without a comma or a question mark before it (people leave them out: "包是怎样路由的另外，...")."""
 _OPENER = re.compile(
     r"^(?:(¿)\s*y\b[,\s]*|(?:and|also|y|además)\b[,\s]*|(?:另外|此外|还有|以及)[，,]?)",
     re.IGNORECASE,
@@ -251,7 +257,7 @@ def _punctuated(part: str, question: str) -> str:
     """The part marked as a question the way the whole one is ("¿...?"), as the reader was
     trained on whole questions."""
     end = question.rstrip()[-1:]
-    if end in "?？" and part[-1] not in "?？":
+    if end in "?？" and part[-1] not in "?？.。":
         part += end
     if question.lstrip().startswith("¿") and not part.startswith("¿"):
         part = "¿" + part
