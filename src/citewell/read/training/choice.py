@@ -159,4 +159,4 @@ def by_chance(better: int, worse: int) -> float:
     each such question a fair coin."""
     differ = better + worse
     heads = sum(math.comb(differ, k) for k in range(better, differ + 1))
-    return heads / 2**differ
+    return heads / (1 << differ)
