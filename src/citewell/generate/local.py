@@ -206,15 +206,30 @@ class LocalGenerator:
             citation_grammar(numbers),
             self.settings.max_tokens,
         )
+        opened = ""  # a marker the model has begun and not yet closed
         try:
             async for text in reply:
+                text, opened = _until_open_marker(opened + text)
+                if not text:
+                    continue
                 for piece in gate.add(text, TextPiece(text)):
                     yield piece
                 if gate.declined:
                     break
         finally:
             await reply.aclose()
+        # A reply that ends inside a marker was cut at max_tokens: under the grammar a "[" only
+        # opens a marker, so what follows it is half a citation, not text; it is left out.
         for piece in gate.finish():
             yield piece
         if gate.declined:
             yield Declined()
+
+
+def _until_open_marker(text: str) -> tuple[str, str]:
+    """``text`` split before a marker it opens and does not close, if any (the grammar's
+    markers hold no other bracket)."""
+    start = text.rfind("[")
+    if start < 0 or "]" in text[start:]:
+        return text, ""
+    return text[:start], text[start:]
