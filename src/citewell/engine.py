@@ -135,7 +135,7 @@ class Engine:
         if changes.get("name", name) != name:
             raise InvalidRequest("An agent cannot be renamed; create another.", param="name")
         try:
-            changed = Agent.model_validate({**current.model_dump(), **changes})
+            changed = Agent.model_validate({**current.model_dump(exclude_unset=True), **changes})
         except ValidationError as exc:
             first = exc.errors()[0]
             param = ".".join(str(part) for part in first["loc"]) or None

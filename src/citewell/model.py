@@ -506,12 +506,16 @@ class Agent(_Model):
         "a model replies that the sources do not answer), or 'auto': the generator where it "
         "can judge (a model), else the reader (the extractive generator).",
     )
-    support_threshold: float = Field(
-        default=0.4,
+    support_threshold: float | None = Field(
+        default=None,
         ge=0,
         le=1,
-        description="Least support score a citation needs to be kept (the default is the "
-        "threshold the default verifier was calibrated at).",
+        description="Least support score a citation needs to be kept. None: the verifier's "
+        "own for the question's language — the reader's card's, chosen when it was calibrated "
+        "where the citations of supported and unsupported claims of articles it never trained "
+        "on are best told apart (the most of the first kept plus of the second dropped); 0.4 "
+        "for the lexical verifier; 0.5 (even odds) for a model judge. Higher: fewer citations, "
+        "more of them right.",
     )
     verifier: Literal["calibrated", "openai-compatible"] = Field(
         default="calibrated",

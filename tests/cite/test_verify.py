@@ -13,7 +13,7 @@ from citewell.cite.verify import CalibratedVerifier, features
 from citewell.model import Agent
 
 SOURCE = "Refunds are paid within thirty days of the request."
-THRESHOLD = Agent().support_threshold
+THRESHOLD = CalibratedVerifier().threshold(None)
 
 
 @pytest.fixture(scope="module")
@@ -21,11 +21,13 @@ def verifier() -> CalibratedVerifier:
     return CalibratedVerifier()
 
 
-def test_the_agents_default_threshold_is_the_one_the_verifier_was_calibrated_at() -> None:
+def test_an_agent_with_no_threshold_keeps_what_the_verifier_was_calibrated_to_keep() -> None:
     from importlib import resources
 
     spec = json.loads(resources.files("citewell.cite").joinpath("verifier.json").read_text())
-    assert spec["threshold"] == THRESHOLD
+    assert Agent().support_threshold is None
+    assert spec["threshold"] == THRESHOLD == 0.4
+    assert {CalibratedVerifier().threshold(language) for language in ("en", "es", "zh")} == {0.4}
 
 
 @pytest.mark.parametrize(

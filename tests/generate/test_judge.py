@@ -406,7 +406,7 @@ def test_a_real_model_judges_an_answers_citations_through_the_engine(
     llama: LlamaServer, settings: Settings
 ) -> None:
     judged = answer(settings, llama.base_url, model=llama.model, verifier="openai-compatible")
-    threshold = Agent().support_threshold
+    threshold = real_judge(settings, llama).threshold("en")  # even odds: the agent sets none
     assert [v.claim_index for v in judged.trace.verdicts] == [0, 1]
     for verdict in judged.trace.verdicts:
         assert 0.0 < verdict.support < 1.0  # the model's own P(yes), not the calibrated score

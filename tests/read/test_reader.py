@@ -25,6 +25,7 @@ from citewell.read.lexical import LexicalReader
 from citewell.read.pairs import pair_ids
 from citewell.read.training.data import Group, validation_groups
 from citewell.read.training.net import ReaderNet
+from citewell.read.verifier import ReaderVerifier, states_another_number
 
 pytestmark = pytest.mark.slow
 
@@ -302,3 +303,35 @@ def test_the_cards_decline_rule_is_its_languages_else_the_one_for_any_language(
     assert reader.decline_rule(None) == other
     bare = CrossEncoderReader(1, tmp_path, ReaderCard(**{**shipped.__dict__, "declines": {}}))
     assert bare.decline_rule("en") == DeclineRule()
+
+
+def test_the_cards_support_threshold_is_its_languages_else_the_one_for_any_language(
+    tmp_path: Path,
+) -> None:
+    shipped = ReaderCard.shipped()
+    assert {"en", "es", "zh", "*"} <= set(shipped.supports)
+    figures = shipped.fields["calibration"]["support_figures"]
+    assert all(shipped.supports[k] == figures[k]["threshold"] for k in shipped.supports)
+    card = ReaderCard(**{**shipped.__dict__, "supports": {"zh": 0.25, "*": 0.15}})
+    verifier = ReaderVerifier(CrossEncoderReader(1, tmp_path, card))
+    assert verifier.threshold("zh") == 0.25
+    assert verifier.threshold("fr") == verifier.threshold(None) == 0.15
+    bare = CrossEncoderReader(1, tmp_path, ReaderCard(**{**shipped.__dict__, "supports": {}}))
+    assert bare.support_threshold("en") == 0.5  # the network's logit alone: even odds
+
+
+@pytest.mark.parametrize(
+    ("claim", "cited", "another"),
+    [
+        ("Refunds take thirty days.", ["Refunds are paid within 30 days."], False),
+        ("Refunds take sixty days.", ["Refunds are paid within 30 days."], True),
+        ("Los reembolsos tardan treinta días.", ["Se reembolsa en 30 días."], False),
+        ("退款需要60天。", ["退款在30天内支付。"], True),
+        ("In 1990 it had 25 shops.", ["It opened in 1990.", "By then it had 25 shops."], False),
+        ("Refunds are paid quickly.", ["Refunds are paid within 30 days."], False),
+    ],
+)
+def test_a_claim_states_another_number_only_where_no_cited_text_states_it(
+    claim: str, cited: list[str], another: bool
+) -> None:
+    assert states_another_number(claim, cited) is another

@@ -325,9 +325,16 @@ def test_the_shipped_reader_unpacked_and_carded_again_keeps_its_delta_and_histor
         "blends": shipped.fields["blends"],
         "decline": shipped.fields["decline"],
         "sentence_choice": shipped.fields["sentence_choice"],
+        "support_threshold": shipped.fields["support_threshold"],
         **{
             key: shipped.fields["calibration"][key]
-            for key in ("groups", "figures", "decline_figures", "sentence_choice_figures")
+            for key in (
+                "groups",
+                "figures",
+                "decline_figures",
+                "sentence_choice_figures",
+                "support_figures",
+            )
         },
     }
     (run / "calibration.json").write_text(json.dumps(calibration))

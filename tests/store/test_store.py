@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pytest
 
 from citewell.errors import Conflict, StoreError
-from citewell.model import ApiKey
+from citewell.model import Agent, ApiKey
 from citewell.store.base import Scope
 from tests.contracts.store import LOCAL, StoreContract, draft, texts_found
 from tests.store.conftest import Backend
@@ -50,3 +51,18 @@ def test_a_failing_backend_is_a_store_error_and_a_clash_a_conflict(backend: Back
     backend.sql("DROP TABLE agents")  # as a broken database would
     with pytest.raises(StoreError):
         store.list_agents(tenant_id="default")
+
+
+def test_an_agent_keeps_what_its_owner_set_and_follows_the_defaults_it_left(
+    backend: Backend,
+) -> None:
+    # A threshold left to the default is the reader card's, chosen again with every delta: a
+    # stored agent must not pin the one that held when it was made.
+    store = backend.open()
+    store.put_agent(Agent(name="careful", strict=True), tenant_id="default")
+    ((stored,),) = backend.sql("SELECT agent FROM agents WHERE name = 'careful'")
+    written = stored if isinstance(stored, dict) else json.loads(stored)
+    assert written == {"name": "careful", "strict": True}
+    (agent,) = store.list_agents(tenant_id="default")
+    assert agent == Agent(name="careful", strict=True)
+    assert agent.support_threshold is None and agent.answerable_threshold is None

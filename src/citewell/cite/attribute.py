@@ -2,9 +2,10 @@
 
 ``Attribution`` turns (a claim's text, the evidence numbers it names) into kept citations:
 numbers that name no evidence are dropped; adjacent sentences of one passage become one cited
-range; each range is verified against the claim and kept only above the agent's threshold; a
-claim that names nothing is aligned with the evidence instead, and one that aligns with nothing
-stays uncited — it never inherits a neighbour's citation. Sources are numbered from 1 in order of
+range; each range is verified against the claim and kept only at or above the agent's
+threshold (where it sets none, the verifier's own for the question's language); a claim that
+names nothing is aligned with the evidence instead, and one that aligns with nothing stays
+uncited — it never inherits a neighbour's citation. Sources are numbered from 1 in order of
 first citation, at most ``agent.max_sources`` of them.
 """
 
@@ -48,6 +49,11 @@ class Attribution:
         self._evidence = evidence
         self._agent = agent
         self._verifier = verifier
+        self._threshold = (
+            verifier.threshold(evidence.language)
+            if agent.support_threshold is None
+            else agent.support_threshold
+        )
         self._pages = pages
         self.claims: list[Claim] = []
         self.citations: list[Citation] = []
@@ -106,7 +112,7 @@ class Attribution:
         kept = []
         for group in groups:
             score = self._support(claim_text, group)
-            passes = score >= self._agent.support_threshold
+            passes = score >= self._threshold
             if passes:
                 kept.append((group, score))
             if claim_index is not None:

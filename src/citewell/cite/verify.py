@@ -1,7 +1,8 @@
 """Whether a cited range supports the claim that cites it.
 
 ``Verifier`` scores (claim, cited text) in [0, 1]; the engine keeps a citation only when the
-score reaches the agent's ``support_threshold``. ``CalibratedVerifier`` is the default, and needs
+score reaches the agent's ``support_threshold``, else the verifier's own ``threshold`` for the
+claim's language. ``CalibratedVerifier`` is the default, and needs
 no model download: a logistic model over agreement cues between the claim and the cited text
 (``FEATURES``), whose weights ship in ``verifier.json``. ``scripts/train_verifier.py`` fits them on
 the development split of the evaluation data, and docs/benchmarks.md ("Citation verification")
@@ -53,6 +54,11 @@ class Verifier(Protocol):
         """How well the cited texts, together, support the claim: 0 (not at all) to 1."""
         ...
 
+    def threshold(self, language: str | None) -> float:
+        """The least ``support`` at which a citation is kept, where its agent sets none: the
+        point this verifier was calibrated at for the language (None: unknown)."""
+        ...
+
 
 class CalibratedVerifier:
     """P(the cited texts support the claim), from a logistic model over ``FEATURES``.
@@ -71,6 +77,10 @@ class CalibratedVerifier:
         if settled is not None:
             return settled
         return self._model.probability(features(claim, cited, language=language))
+
+    def threshold(self, language: str | None) -> float:
+        """The one ``verifier.json`` was chosen at, for every language."""
+        return self._model.threshold
 
 
 def settled_support(claim: str, cited: Sequence[str]) -> float | None:
@@ -130,6 +140,7 @@ class _Logistic:
         self._scale = [float(v) for v in spec["scale"]]  # type: ignore[attr-defined]
         self._weights = [float(v) for v in spec["weights"]]  # type: ignore[attr-defined]
         self._bias = float(spec["bias"])  # type: ignore[arg-type]
+        self.threshold = float(spec["threshold"])  # type: ignore[arg-type]
 
     def probability(self, values: Sequence[float]) -> float:
         z = self._bias + sum(

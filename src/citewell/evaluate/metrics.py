@@ -80,6 +80,8 @@ class Cited:
     cited_text: str
     verified: bool = True
     """Whether the server's verifier kept it (every citation on the wire was kept)."""
+    support: float | None = None
+    """The verifier's score for it, where the wire gives one (citewell's annotations do)."""
 
 
 @dataclass(frozen=True, slots=True)

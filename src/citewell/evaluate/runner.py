@@ -201,6 +201,7 @@ def _responses(base: str, api_key: str, buckets: Mapping[str, str], model: str) 
                             start=extra["cited_start_index"],
                             end=extra["cited_end_index"],
                             cited_text=extra.get("cited_text") or "",
+                            support=extra.get("support"),
                         )
                     )
         return Outcome(
@@ -242,6 +243,7 @@ def _chat(base: str, api_key: str, model: str) -> Asker:
                     start=extra.get("cited_start_index"),
                     end=extra.get("cited_end_index"),
                     cited_text=extra.get("cited_text") or "",
+                    support=extra.get("support"),
                 )
             )
         return Outcome(text, tuple(citations), _declined(text), None, ms)

@@ -110,6 +110,11 @@ class ChatJudge:
             return self._fallback.support(claim, cited, language=language)
         return verdict
 
+    def threshold(self, language: str | None) -> float:
+        """Even odds: kept where the model's "yes" is the likelier word (where the judge was
+        measured, docs/benchmarks.md, "An LLM verifier")."""
+        return 0.5
+
     def _ask(self, claim: str, passage: str) -> ChatCompletion:
         messages: list[ChatCompletionMessageParam] = [
             {"role": "system", "content": SYSTEM},

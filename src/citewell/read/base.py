@@ -4,7 +4,8 @@ Where the embedder says which passages are near a question, a reader says which 
 sentences answer it, and whether a cited span supports what an answer claims. Scores are in
 [0, 1] and calibrated on the development split: 0.5 is where "answers" becomes the likelier
 reading. ``answerability`` asks whether the candidates together answer the question at all; its
-``decline_rule`` says below which answerability the sources do not answer it.
+``decline_rule`` says below which answerability the sources do not answer it, as
+``support_threshold`` says below which support a citation is dropped.
 """
 
 from __future__ import annotations
@@ -56,4 +57,9 @@ class Reader(Protocol):
     def sentence_choice(self, language: str | None) -> SentenceChoice:
         """How a part's answer sentence is chosen in this language (None: unknown), between
         word overlap's pick and this reader's likeliest."""
+        ...
+
+    def support_threshold(self, language: str | None) -> float:
+        """The least ``score_support`` at which a citation of a claim in this language (None:
+        unknown) is kept, where its agent sets none."""
         ...

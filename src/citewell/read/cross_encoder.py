@@ -81,6 +81,9 @@ class ReaderCard:
     """By language, and ``"*"`` for any other; none: 0.5 (a run not yet calibrated)."""
     choices: dict[str, SentenceChoice]
     """By language, and ``"*"`` for any other; none: word overlap's pick first."""
+    supports: dict[str, float]
+    """The support threshold by language, and ``"*"`` for any other; none: 0.5 (a run not yet
+    calibrated)."""
     fields: dict[str, Any]
 
     @classmethod
@@ -108,6 +111,10 @@ class ReaderCard:
                 language: SentenceChoice(**choice)
                 for language, choice in spec.get("sentence_choice", {}).items()
             },
+            supports={
+                language: float(threshold)
+                for language, threshold in spec.get("support_threshold", {}).items()
+            },
             fields=spec,
         )
 
@@ -132,7 +139,7 @@ def reader_recipe(card: ReaderCard, delta: ReaderDelta) -> Recipe:
     )
 
 
-_Fitted = TypeVar("_Fitted", DeclineRule, SentenceChoice)
+_Fitted = TypeVar("_Fitted", DeclineRule, SentenceChoice, float)
 
 
 def for_language(fitted: Mapping[str, _Fitted], language: str | None) -> _Fitted | None:
@@ -194,6 +201,10 @@ class CrossEncoderReader:
 
     def sentence_choice(self, language: str | None) -> SentenceChoice:
         return for_language(self._card.choices, language) or SentenceChoice()
+
+    def support_threshold(self, language: str | None) -> float:
+        threshold = for_language(self._card.supports, language)
+        return 0.5 if threshold is None else threshold
 
     def signals(
         self, task: Task, first: str, seconds: Sequence[str], contexts: Sequence[str] = ()

@@ -65,3 +65,7 @@ class LexicalReader:
     def sentence_choice(self, language: str | None) -> SentenceChoice:
         """Word overlap's own choice: its scores are word overlap, with nothing to add."""
         return SentenceChoice()
+
+    def support_threshold(self, language: str | None) -> float:
+        """The lexical verifier's: its scores are the lexical verifier's."""
+        return self._verifier.threshold(language)

@@ -404,7 +404,8 @@ class AccessStore(Protocol):
 
     # agents ----------------------------------------------------------------------------------
     def put_agent(self, agent: Agent, *, tenant_id: str) -> None:
-        """Keep a tenant's agent, replacing the one of the same name."""
+        """Keep a tenant's agent, replacing the one of the same name: the fields it set, so
+        that those it left to the defaults follow them when they change."""
         ...
 
     def list_agents(self, *, tenant_id: str) -> list[Agent]:

@@ -885,7 +885,7 @@ class SqlStore(ABC, Generic[C]):
                 conn,
                 "INSERT INTO agents (tenant_id, name, agent, created_at) VALUES (?, ?, ?, ?)"
                 " ON CONFLICT (tenant_id, name) DO UPDATE SET agent = excluded.agent",
-                (tenant_id, agent.name, agent.model_dump_json(), self._dialect.time(_now())),
+                (tenant_id, agent.name, _agent_json(agent), self._dialect.time(_now())),
             )
 
     def list_agents(self, *, tenant_id: str) -> list[Agent]:
@@ -1002,3 +1002,9 @@ def chunk_rows(
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def _agent_json(agent: Agent) -> str:
+    """What the agent's owner set, and nothing it left to the defaults: a default that changes
+    (a threshold chosen again with the reader's card) reaches the agents that never chose."""
+    return agent.model_dump_json(exclude_unset=True)

@@ -1,5 +1,5 @@
-"""Calibrating a trained reader: its blend per task, and per language its decline rule and its
-sentence choice.
+"""Calibrating a trained reader: its blend per task, and per language its decline rule, its
+sentence choice and its support threshold.
 
 All are fit on the calibration part of the data (``data.article_part``): paragraphs and records
 the network never trained on, so the network's logit there is as trustworthy as it will be on a
@@ -17,6 +17,11 @@ signals, the int8 network the server runs, not torch's, so they calibrate what s
   with every delta (``citewell reader calibrate`` chooses it again for the shipped one).
 - The sentence choice (``choice.fit_choices``): per language, between word overlap's pick and
   the reader's likeliest, on the questions the threshold lets through.
+- The support threshold (``support.fit_support_thresholds``): per language, the least support
+  score at which a citation is kept, where supported and unsupported claims are best told
+  apart — on the verifier's scores, a claim with a number its span lacks at 0
+  (``verifier.states_another_number``). Every agent without a threshold of its own keeps
+  citations by it.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ from citewell.read.training.config import TrainConfig
 from citewell.read.training.data import Group, calibration_groups, per_set
 from citewell.read.training.decline import fit_decline_rules
 from citewell.read.training.metrics import roc_auc, top1
+from citewell.read.training.support import fit_support_thresholds
+from citewell.read.verifier import states_another_number
 
 __all__ = ["calibrate", "fit_blend"]
 
@@ -53,10 +60,10 @@ def calibrate(
     report: Callable[[str], None] = print,
     groups_per_set: int = GROUPS_PER_SET,
 ) -> dict[str, object]:
-    """Fit the blends, the threshold and the sentence choice for ``run/reader.npz`` on up to
-    ``groups_per_set`` calibration groups of each (task, set); writes ``run/calibration.json``
-    and returns its data. ``word_pick`` is word overlap's choice the sentence choice is fitted
-    against."""
+    """Fit the blends, the decline rule, the sentence choice and the support threshold for
+    ``run/reader.npz`` on up to ``groups_per_set`` calibration groups of each (task, set);
+    writes ``run/calibration.json`` and returns its data. ``word_pick`` is word overlap's choice
+    the sentence choice is fitted against."""
     training = json.loads((run / "training.json").read_text())
     card = ReaderCard(
         name="citewell-reader",
@@ -68,6 +75,7 @@ def calibrate(
         blends={},
         declines={},
         choices={},
+        supports={},
         fields={},
     )
     # A cache of the run's own: building there never replaces the shipped reader's build.
@@ -101,6 +109,16 @@ def calibrate(
     answered = [through.get(i, False) for i in range(len(groups))]
     scores = [blends[g.task].scores(s) for g, s in zip(groups, signals, strict=True)]
     choices, choice_figures = fit_choices(picks(groups, scores, answered, words))
+    claims = [i for i, g in enumerate(groups) if g.task == "supports"]
+    supports, support_figures = fit_support_thresholds(
+        [
+            0.0 if states_another_number(groups[i].first, [span]) else float(score)
+            for i in claims
+            for span, score in zip(groups[i].candidates, scores[i], strict=True)
+        ],
+        [bool(y) for i in claims for y in groups[i].labels],
+        [groups[i].language for i in claims for _ in groups[i].labels],
+    )
     result: dict[str, object] = {
         "groups": len(groups),
         "blends": {judgement: blend.spec() for judgement, blend in blends.items()},
@@ -114,6 +132,8 @@ def calibrate(
             language: dataclasses.asdict(choice) for language, choice in choices.items()
         },
         "sentence_choice_figures": choice_figures,
+        "support_threshold": supports,
+        "support_figures": support_figures,
     }
     (run / "calibration.json").write_text(json.dumps(result, indent=1) + "\n")
     return result

