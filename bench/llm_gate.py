@@ -25,7 +25,9 @@ what "model decides" answers (a check on the replay), without asking the model a
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.metadata
+import json
 import os
 import tempfile
 import time
@@ -66,11 +68,13 @@ def smollm2() -> str:
 
 
 def run(
-    name: str, limit: int, model: str, agents: Sequence[str]
+    name: str, limit: int, model: str, agents: Sequence[str], keep: Path | None = None
 ) -> dict[str, dict[str, dict[str, object]]]:
     """The figures of one set per agent (``AGENTS``, those named in ``agents``), asked in turn
     of one server answering with the GGUF file ``model``; and with the unverified agent, its
-    answers judged again at each threshold (``REJUDGED`` and the card's)."""
+    answers judged again at each threshold (``REJUDGED`` and the card's). With ``keep``, each
+    agent's answers are written there too, a JSON line per question, to be judged again without
+    the model."""
     data = load(name, evaldata_dir() / LOADERS[name][0]).select(limit=limit)
     env = {**os.environ, "CITEWELL_GENERATE__LOCAL__MODEL_PATH": model}
     figures = {}
@@ -86,6 +90,8 @@ def run(
             ask = make_asker("responses", url, "bench", buckets, data, str(AGENTS[who]["name"]))
             outcomes = ask_all(data.cases, ask)
             figures[who] = _by_language(data.cases, outcomes)
+            if keep is not None:
+                _keep(keep / f"{name}-{AGENTS[who]['name']}.jsonl", data.cases, outcomes)
             print(f"  {name}, {who}: {time.perf_counter() - started:.0f} s")
             if who == UNVERIFIED:
                 card = ReaderCard.shipped().supports
@@ -112,6 +118,16 @@ def _threshold(card: dict[str, float], language: str) -> float:
     return threshold
 
 
+def _keep(path: Path, cases: Sequence[Case], outcomes: Sequence[Outcome]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as out:
+        for case, outcome in zip(cases, outcomes, strict=True):
+            line = {"question": case.question, "language": case.language}
+            line |= {"answers": list(case.answers), "answerable": case.answerable}
+            line |= {"outcome": dataclasses.asdict(outcome)}
+            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+
+
 def _by_language(
     cases: Sequence[Case], outcomes: Sequence[Outcome]
 ) -> dict[str, dict[str, object]]:
@@ -126,12 +142,13 @@ def main() -> None:
     parser.add_argument(
         "--agents", nargs="+", choices=list(AGENTS), default=list(AGENTS), help="who asks"
     )
+    parser.add_argument("--keep", type=Path, help="folder to write every answer to (JSON lines)")
     args = parser.parse_args()
     model = args.model or smollm2()
     print(f"# bench/llm_gate.py — {time.strftime('%Y-%m-%d')} — {machine()} — {Path(model).name}")
     rows = []
     for name in SETS:
-        for who, by_lang in run(name, args.limit, model, args.agents).items():
+        for who, by_lang in run(name, args.limit, model, args.agents, args.keep).items():
             for lang, f in by_lang.items():
                 if lang != "all":
                     rows.append(

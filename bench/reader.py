@@ -12,7 +12,9 @@ same half); SciFact only measures. Per set:
   where word overlap would answer the question too), the share of unanswerable questions
   declined and of answerable ones wrongly declined;
 - ``support AUC``: ROC-AUC of supporting vs other spans (SNLI test: entailment vs not; SciFact
-  train claims: rationale sentences vs the cited abstracts' other sentences).
+  train claims: rationale sentences vs the cited abstracts' other sentences); with each reader's
+  support threshold for the set's language, as its verifier keeps a citation (a claim stating a
+  number its span lacks is dropped), the share of supporting spans kept and of others dropped.
 
 Scorers, in one run: the trained reader (its blend), and each of the signals it blends alone:
 the network (int8, onnxruntime), word overlap (the lexical reader, its fallback) and e5-small's
@@ -59,6 +61,7 @@ from citewell.read.training.data import (
 )
 from citewell.read.training.loop import AUC_SETS
 from citewell.read.training.metrics import roc_auc, top1
+from citewell.read.verifier import states_another_number
 from common import REPO, evaldata_dir, machine, percentile, reproduce_line, table
 
 SIGNAL_TASKS = ("answers", "supports")
@@ -83,6 +86,8 @@ class Scored(NamedTuple):
     worded: list[bool]
     """Per group, whether word overlap (the extractive generator's own choice) answers it: which
     of a rule's two thresholds applies."""
+    supports: dict[str, dict[str, float]]
+    """Per reader, its card's support threshold by language (``"*"``: any other)."""
 
 
 def scorers(found: Sequence[Group], threads: int, cards: dict[str, ReaderCard]) -> Scored:
@@ -107,7 +112,8 @@ def scorers(found: Sequence[Group], threads: int, cards: dict[str, ReaderCard]) 
         answerability.setdefault(name, [float(s.max(initial=-np.inf)) for s in scores[name]])
     rules = {name: card.declines for name, card in cards.items()}
     worded = [pick.sure for pick in word_picks(found, word_pick)]
-    return Scored(scores, answerability, rules, worded)
+    supports = {name: card.supports for name, card in cards.items()}
+    return Scored(scores, answerability, rules, worded, supports)
 
 
 def readers(candidate: Path | None, folder: Path) -> dict[str, ReaderCard]:
@@ -176,6 +182,23 @@ def quality(found: Sequence[Group], scored: Scored) -> list[list[object]]:
                 ]
                 row.append(roc_auc([s for s, y in flat if y], [s for s, y in flat if not y]))
             rows.append(row)
+            for reader, thresholds in scored.supports.items():
+                threshold = for_language(thresholds, language)
+                if threshold is None:
+                    continue
+                # As the verifier keeps a citation: a claim with a number its span lacks at 0.
+                verdicts = [
+                    (score >= threshold and not states_another_number(found[i].first, [span]), y)
+                    for i in members
+                    for span, score, y in zip(
+                        found[i].candidates, scored.scores[reader][i], found[i].labels, strict=True
+                    )
+                ]
+                kept = np.mean([k for k, y in verdicts if y])
+                dropped = np.mean([not k for k, y in verdicts if not y])
+                cells = [f"{kept:.3f} / {dropped:.3f}" if n == reader else "" for n in score]
+                measure = f"{reader} at {threshold}: supported kept / unsupported dropped"
+                rows.append([dataset, language, measure, len(verdicts), *cells])
     return rows
 
 
