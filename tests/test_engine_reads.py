@@ -257,3 +257,21 @@ def test_a_claim_that_changes_a_number_of_its_source_is_unsupported_outright(
     (verdict,) = answer.trace.verdicts
     assert verdict.support == 0.0 and not verdict.kept
     assert answer.declined
+
+
+def test_a_models_marker_on_the_wrong_sentence_is_re_pointed_to_the_one_that_states_it(
+    engine: Engine,
+) -> None:
+    def claims(evidence: Evidence) -> list[Draft]:
+        wrong = number(evidence, "refunded in full")
+        return [TextPiece(f"Membership costs forty euros a year [{wrong}]. ")]
+
+    engine.generators["misciting"] = Scripted(claims)
+    _, answer = ask(
+        engine, "How much is membership?", generator="misciting", bucket_ids=("handbook",)
+    )
+    assert [c.cited_text for c in answer.citations] == ["Membership costs forty euros a year."]
+    assert answer.claims[0].supported and not answer.declined
+    dropped, kept = answer.trace.verdicts  # the model's sentence judged first, then the aligned
+    assert not dropped.kept and dropped.span != kept.span
+    assert kept.kept and kept.support == 1.0  # quoted verbatim

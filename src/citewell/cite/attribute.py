@@ -4,8 +4,9 @@
 numbers that name no evidence are dropped; adjacent sentences of one passage become one cited
 range; each range is verified against the claim and kept only at or above the agent's
 threshold (where it sets none, the verifier's own for the question's language); a claim that
-names nothing is aligned with the evidence instead, and one that aligns with nothing stays
-uncited — it never inherits a neighbour's citation. Sources are numbered from 1 in order of
+names nothing, or only sentences that do not support it, is aligned with the evidence instead,
+and one that aligns with nothing supported stays uncited — it never inherits a neighbour's
+citation. Sources are numbered from 1 in order of
 first citation, at most ``agent.max_sources`` of them.
 """
 
@@ -69,13 +70,11 @@ class Attribution:
         language = self._evidence.language
         cited = [self._by_number(n) for n in dict.fromkeys(numbers) if self._by_number(n)]
         index = len(self.claims)
-        groups = self._verified(
-            claim_text, _ranges([s for s in cited if s is not None]), claim_index=index
-        )
-        if not numbers and not groups:
-            aligned = align(claim_text, self._evidence, language=language)[:_ALIGNED_CITATIONS]
+        judged = _ranges([s for s in cited if s is not None])
+        groups = self._verified(claim_text, judged, claim_index=index)
+        if not groups:
             groups = self._verified(
-                claim_text, _ranges([self._by_number(n) for n, _ in aligned]), claim_index=index
+                claim_text, self._aligned(claim_text, judged), claim_index=index
             )
         citations, new_sources = self._cite(index, groups)
         needs_citation = bool(numbers) or len(set(terms(claim_text, language))) >= _MIN_CLAIM_TERMS
@@ -88,13 +87,23 @@ class Attribution:
     def supports(self, claim_text: str, numbers: Sequence[int]) -> bool:
         """Whether the claim would keep a citation (strict agents decide before showing it)."""
         cited = [s for s in (self._by_number(n) for n in numbers) if s is not None]
-        if self._verified(claim_text, _ranges(cited)):
+        judged = _ranges(cited)
+        if self._verified(claim_text, judged):
             return True
-        if numbers:
-            return False
+        return bool(self._verified(claim_text, self._aligned(claim_text, judged)))
+
+    def _aligned(
+        self, claim_text: str, judged: list[list[EvidenceSentence]]
+    ) -> list[list[EvidenceSentence]]:
+        """The evidence ranges that share the claim's words most, but none holding a sentence
+        already judged: for a claim that names no sentence, or only sentences that do not support
+        it (a model's marker on the wrong one), the sentence that states it is cited instead, if
+        the verifier finds one. A sentence rejected for the claim is not offered again with its
+        neighbours, whose words would carry it past the verifier."""
+        rejected = {s.number for group in judged for s in group}
         aligned = align(claim_text, self._evidence, language=self._evidence.language)
-        candidates = _ranges([self._by_number(n) for n, _ in aligned[:_ALIGNED_CITATIONS]])
-        return bool(self._verified(claim_text, candidates))
+        ranges = _ranges([self._by_number(n) for n, _ in aligned[:_ALIGNED_CITATIONS]])
+        return [r for r in ranges if not rejected & {s.number for s in r}]
 
     def _by_number(self, number: int) -> EvidenceSentence | None:
         if 1 <= number <= len(self._evidence.sentences):
