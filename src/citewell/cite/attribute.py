@@ -6,8 +6,8 @@ range; each range is verified against the claim and kept only at or above the ag
 threshold (where it sets none, the verifier's own for the question's language); a claim that
 names nothing, or only sentences that do not support it, is aligned with the evidence instead,
 and one that aligns with nothing supported stays uncited — it never inherits a neighbour's
-citation. Sources are numbered from 1 in order of
-first citation, at most ``agent.max_sources`` of them.
+citation. Sources are numbered from 1 in order of first citation, at most
+``agent.max_sources`` of them.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 ``Verifier`` scores (claim, cited text) in [0, 1]; the engine keeps a citation only when the
 score reaches the agent's ``support_threshold``, else the verifier's own ``threshold`` for the
-claim's language. ``CalibratedVerifier`` is the default, and needs
-no model download: a logistic model over agreement cues between the claim and the cited text
+claim's language. ``CalibratedVerifier`` is the default, and needs no model download: a
+logistic model over agreement cues between the claim and the cited text
 (``FEATURES``), whose weights ship in ``verifier.json``. ``scripts/train_verifier.py`` fits them on
 the development split of the evaluation data, and docs/benchmarks.md ("Citation verification")
 reports how well it separates supported from unsupported citations, per language.
