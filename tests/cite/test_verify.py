@@ -9,7 +9,7 @@ from typing import Any
 import jieba
 import pytest
 
-from citewell.cite.verify import CalibratedVerifier, features
+from citewell.cite.verify import CalibratedVerifier, features, quoted
 from citewell.model import Agent
 
 SOURCE = "Refunds are paid within thirty days of the request."
@@ -57,6 +57,47 @@ def test_a_claim_the_source_does_not_state_is_not(verifier: CalibratedVerifier, 
 
 def test_a_verbatim_quote_is_supported_outright(verifier: CalibratedVerifier) -> None:
     assert verifier.support(SOURCE, [SOURCE], language="en") == 1.0
+
+
+@pytest.mark.parametrize(
+    ("claim", "cited"),
+    [
+        (  # a clause of the sentence, capitalised and closed with a full stop
+            "The Summer Theatre was in operation from 1870 to 1939.",
+            "Nearby, in Ogród Saski (the Saxon Garden), the Summer Theatre was in operation from "
+            "1870 to 1939, and in the inter-war period, the theatre complex also included Momus.",
+        ),
+        (  # a comma dropped, straight quotes for curly ones
+            'The Wojciech Bogusławski Theatre (1922–26) was the best example of "Polish '
+            'monumental theatre".',
+            "The Wojciech Bogusławski Theatre (1922–26), was the best example of “Polish "
+            "monumental theatre”.",
+        ),
+        ("博物馆于1902年开放。", "博物馆于 1902 年开放，但直到1911年才完工。"),  # spaced otherwise
+    ],
+)
+def test_a_quote_is_supported_outright_whatever_its_case_and_punctuation(
+    verifier: CalibratedVerifier, claim: str, cited: str
+) -> None:
+    assert quoted(claim, cited)
+    assert verifier.support(claim, [cited], language=None) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("claim", "cited"),
+    [
+        ("It was 5 °C at noon.", "It was -5 °C at noon."),  # a sign is part of its number
+        ("Catholics made up 56.", "Catholics made up 56.2%."),  # so is a decimal point
+        ("Refunds are paid within days of the request.", SOURCE),  # a word left out
+        ("Refunds are paid within thirty days of the request.", "Refunds are paid within thirty"),
+        ("Refunds are paid within thirty days.", SOURCE),  # cut inside a clause
+        ("The drug is safe.", "It is not true that the drug is safe."),
+        ("Sky Digital于1998年推出。", "当Sky Digital于 1998 年推出的时候，这一新闻服务使用卫星。"),
+        ("退款在三十天内支付。", "退款在申请后三十天内支付。"),
+    ],
+)
+def test_a_claim_that_is_no_run_of_the_cited_words_is_judged(claim: str, cited: str) -> None:
+    assert not quoted(claim, cited)
 
 
 def test_several_cited_ranges_support_a_claim_together(verifier: CalibratedVerifier) -> None:

@@ -212,7 +212,9 @@ def test_a_reply_that_is_neither_yes_nor_no_gets_the_calibrated_score(
 def test_a_verbatim_quote_is_supported_without_asking(
     fake: FakeJudge, base_url: str, settings: Settings
 ) -> None:
-    score = judge(settings, base_url).support("paid within  thirty days", [PASSAGE], language="en")
+    score = judge(settings, base_url).support(
+        "refunds are paid  within thirty days of the request", [PASSAGE], language="en"
+    )
     assert (score, fake.requests) == (1.0, [])
     assert judge(settings, base_url).support(CLAIM, [" "], language="en") == 0.0
     assert fake.requests == []

@@ -23,9 +23,10 @@ well as it would have been without the judge. A missing base URL or model is dif
 request could ever succeed: constructing the judge raises ``GeneratorUnavailable`` naming the
 setting.
 
-Like ``CalibratedVerifier``, a claim quoted verbatim from the cited text is supported outright,
-and costs no request. The client is synchronous, like the ``Verifier`` protocol: the engine
-attributes claims in a worker thread, so a slow judge never holds up the event loop.
+Like ``CalibratedVerifier``, a claim the cited text says word for word (``cite.verify.quoted``)
+is supported outright, and costs no request. The client is synchronous, like the ``Verifier``
+protocol: the engine attributes claims in a worker thread, so a slow judge never holds up the
+event loop.
 """
 
 from __future__ import annotations

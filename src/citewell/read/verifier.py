@@ -1,8 +1,9 @@
 """The reader as the engine's verifier: does the cited text support the claim that cites it.
 
 The reader's support head scores (claim, cited text) as one pair, the cited ranges of a
-citation joined; a claim quoted verbatim is supported outright, as by the lexical verifier, so
-an extractive answer (its own evidence, copied) costs no reading. A claim that states a number
+citation joined; a claim the cited text says word for word is supported outright, as by the
+lexical verifier (``cite.verify.quoted``), so an extractive answer (its own evidence, copied)
+costs no reading. A claim that states a number
 its cited text does not is unsupported outright (``states_another_number``). A citation is kept
 at the support threshold the reader's card gives the claim's language
 (``read.training.support``), unless its agent sets one.
