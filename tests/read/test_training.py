@@ -38,7 +38,7 @@ from citewell.read.training.data import (
 from citewell.read.training.documents import cuad_groups, mtrag_groups
 from citewell.read.training.interpolate import interpolated, widened
 from citewell.read.training.loop import Budget, TrainConfig, train
-from citewell.read.training.made import altered_claims, unanswerable_variants
+from citewell.read.training.made import altered_claims, restated_claim, unanswerable_variants
 from citewell.read.training.metrics import roc_auc, top1
 from citewell.read.training.net import ReaderNet
 
@@ -187,6 +187,33 @@ def test_an_altered_claim_is_not_supported_by_the_sentence_it_came_from() -> Non
         ("El museo no es de 1902 y guarda 300 cuadros.", [sentence], [0]),
     ]
     assert all(g.task == "supports" for g in claims)
+
+
+@pytest.mark.parametrize(
+    ("language", "sentence", "answer", "claim"),
+    [
+        (
+            "en",
+            "The museum opened in 1902, but it was not complete until 1911.",
+            "1902",
+            "The museum opened in 1902.",
+        ),
+        ("es", "El museo es de 1902 y guarda 300 cuadros.", "1902", None),  # one clause: itself
+        ("zh", "博物馆于1902年开放，但直到1911年才完工。", "1902", "博物馆于1902年开放。"),
+    ],
+)
+def test_an_altered_claim_has_a_supported_twin_worded_as_near_its_sentence(
+    language: str, sentence: str, answer: str, claim: str | None
+) -> None:
+    twin = restated_claim("xquad", language, sentence, answer)
+    assert twin is not None
+    assert (twin.task, twin.first, twin.candidates, twin.labels) == (
+        "supports",
+        claim or sentence,
+        [sentence],
+        [1],
+    )
+    assert restated_claim("xquad", language, sentence, "1875") is None
 
 
 def test_contracts_and_service_pages_are_kept_apart_by_document(evaldata: Path) -> None:

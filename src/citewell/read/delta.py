@@ -43,9 +43,11 @@ class ReaderDelta:
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, Floats], *, layers: int) -> ReaderDelta:
-        """Adapters rounded to float16 (what is stored), everything else float32."""
+        """Adapters rounded to float16 (what is stored), everything else float32; every zero
+        a positive one, so that equal values are equal bytes (a value that rounds to -0 in
+        float16 comes back from a step that changes nothing as +0)."""
         stored = {
-            name: value.astype(np.float16 if name.endswith(_ADAPTERS) else np.float32)
+            name: value.astype(np.float16 if name.endswith(_ADAPTERS) else np.float32) + 0
             for name, value in arrays.items()
         }
         return cls(stored, layers)

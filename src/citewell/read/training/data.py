@@ -46,7 +46,7 @@ from citewell.read.training.group import (
     sentences,
     words,
 )
-from citewell.read.training.made import altered_claims, unanswerable_variants
+from citewell.read.training.made import altered_claims, restated_claim, unanswerable_variants
 
 TRAINING_ONLY = ("squad2-train", "cmrc2018-train")
 """Sets of the training data: their articles never validate (their paragraphs calibrate)."""
@@ -231,6 +231,9 @@ def _squad_article(
                 yield from altered_claims(
                     dataset, language, right, answers[0]["text"], article_answers, rng
                 )
+                restated = restated_claim(dataset, language, right, answers[0]["text"])
+                if restated is not None:
+                    yield restated
 
 
 def _holds(sentence: Span, answers: Sequence[dict[str, Any]], context: str) -> bool:

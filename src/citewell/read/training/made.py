@@ -14,6 +14,12 @@ written, in every language with answerable questions:
 - *Altered claims*: the answering sentence with its answer swapped for another answer of the
   same kind from the article (a number for a number, a name for a name), or negated; the sentence
   it came from does not support it.
+- *Restated claims*, their supported twins: the answering sentence as far as the clause that
+  holds the answer, as a model restates its source. Without them every claim worded near its
+  sentence that the reader saw was an altered one, and it learnt that such a claim is
+  unsupported: runs 6 to 9 scored a model's near-quotes 0.09-0.28 ("The Summer Theatre was in
+  operation from 1870 to 1939, ..." against the sentence that says so), below every threshold
+  (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from collections.abc import Iterator, Sequence
 
 from citewell.read.training.group import Group
 
-__all__ = ["altered_claims", "unanswerable_variants"]
+__all__ = ["altered_claims", "restated_claim", "unanswerable_variants"]
 
 ANSWER_REMOVED_RATE = 0.25
 SWAPPED_RATE = 0.25
@@ -114,6 +120,20 @@ def altered_claims(
         yield Group(
             "supports", dataset, language, sentence.replace(old, new, 1), [sentence], [0], False
         )
+
+
+def restated_claim(dataset: str, language: str, sentence: str, answer: str) -> Group | None:
+    """The answering ``sentence`` as far as the clause that holds the ``answer``, closed with a
+    full stop (the whole sentence where that clause ends it): a claim the sentence supports,
+    worded as near it as an altered claim is; None where the answer is not in it. Drawn with no
+    randomness, so the groups made before it are drawn as they were."""
+    separator, stop = ("，", "。") if language == "zh" else (", ", ".")
+    at = sentence.find(answer)
+    if at < 0:
+        return None
+    end = sentence.find(separator, at + len(answer))
+    claim = sentence if end < 0 else sentence[:end].rstrip() + stop
+    return Group("supports", dataset, language, claim, [sentence], [1], True)
 
 
 def _kind(answer: str) -> str:
