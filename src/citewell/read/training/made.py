@@ -14,12 +14,12 @@ written, in every language with answerable questions:
 - *Altered claims*: the answering sentence with its answer swapped for another answer of the
   same kind from the article (a number for a number, a name for a name), or negated; the sentence
   it came from does not support it.
-- *Restated claims*, their supported twins: the answering sentence as far as the clause that
-  holds the answer, as a model restates its source. Without them every claim worded near its
-  sentence that the reader saw was an altered one, and it learnt that such a claim is
-  unsupported: runs 6 to 9 scored a model's near-quotes 0.09-0.28 ("The Summer Theatre was in
-  operation from 1870 to 1939, ..." against the sentence that says so), below every threshold
-  (docs/benchmarks.md).
+- *Restated claims*, their supported twins (training only): the answering sentence as far as
+  the clause that holds the answer, as a model restates its source. Without them every claim
+  worded near its sentence that the reader saw was an altered one, and it learnt that such a
+  claim is unsupported: runs 6 to 9 scored a model's near-quotes 0.09-0.28 ("The Summer
+  Theatre was in operation from 1870 to 1939, ..." against the sentence that says so), below
+  every threshold (docs/benchmarks.md).
 """
 
 from __future__ import annotations
