@@ -107,15 +107,13 @@ def quoted(claim: str, evidence: str) -> bool:
     request", and "The drug is safe." out of "It is not true that the drug is safe." reverses
     it; those are judged."""
     words = [word for word, _ in _clauses(claim)]
+    if not words:
+        return False
     found = _clauses(evidence)
     for start in range(len(found) - len(words) + 1):
         run = found[start : start + len(words)]
-        if (
-            words
-            and [word for word, _ in run] == words
-            and (start == 0 or found[start - 1][1])
-            and run[-1][1]
-        ):
+        begins = start == 0 or found[start - 1][1]
+        if begins and run[-1][1] and [word for word, _ in run] == words:
             return True
     return False
 
