@@ -135,28 +135,26 @@ def rejudge(
         raise SystemExit(f"{kept} holds other questions of {name} than --limit {limit} asks")
     figures = {UNVERIFIED: _by_language(data.cases, outcomes)}
     for who, verifier in verifiers.items():
-        again = []
-        for case, outcome in zip(data.cases, outcomes, strict=True):
-            at = verifier.threshold(case.language)
-            kept_citations = tuple(
-                c
-                for c in outcome.citations
-                if verifier.support(
-                    outcome.text[c.claim_start : c.claim_end],
-                    [c.cited_text],
-                    language=case.language,
-                )
-                >= at
-            )
-            again.append(
-                replace(
-                    outcome,
-                    citations=kept_citations,
-                    declined=outcome.declined or not kept_citations,
-                )
-            )
+        again = [
+            rejudged(_scored(outcome, verifier, case.language), verifier.threshold(case.language))
+            for case, outcome in zip(data.cases, outcomes, strict=True)
+        ]
         figures[f"kept by {who}'s support head"] = _by_language(data.cases, again)
     return figures
+
+
+def _scored(outcome: Outcome, verifier: ReaderVerifier, language: str) -> Outcome:
+    """The answer with each citation's support as ``verifier`` scores it."""
+    citations = tuple(
+        replace(
+            c,
+            support=verifier.support(
+                outcome.text[c.claim_start : c.claim_end], [c.cited_text], language=language
+            ),
+        )
+        for c in outcome.citations
+    )
+    return replace(outcome, citations=citations)
 
 
 def _outcome(kept: dict[str, Any]) -> Outcome:
