@@ -102,6 +102,17 @@ def test_calibration_has_unanswerable_questions_and_claims(calibration: list[Gro
     assert sum(g.task == "supports" for g in calibration) > 500
 
 
+def test_half_the_questions_trained_and_calibrated_on_are_read_untitled_as_a_text_file_is(
+    training: list[Group], calibration: list[Group], validation: list[Group]
+) -> None:
+    for part in (training, calibration):
+        asked = [g for g in part if g.dataset == "squad2" and g.task == "answers"]
+        titled = Counter(bool(g.contexts) for g in asked)
+        assert 0.4 < titled[False] / (titled[False] + titled[True]) < 0.6
+    # Validation compares runs: always titled.
+    assert all(g.contexts for g in validation if g.dataset == "squad2" and g.task == "answers")
+
+
 def test_a_translated_article_is_on_the_same_side_as_its_english_original(
     training: list[Group], validation: list[Group]
 ) -> None:
