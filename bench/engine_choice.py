@@ -35,7 +35,7 @@ from citewell.library import Library
 from citewell.model import Evidence, SentenceChoice
 from citewell.read import Reader
 from citewell.read.training.choice import Pick, fit_choices
-from citewell.read.training.group import article_part
+from citewell.read.training.group import paragraph_part
 from citewell.rerank import read_evidence
 from common import evaldata_dir, machine, mean, reproduce_line, table
 
@@ -46,10 +46,10 @@ READER_FIRST = SentenceChoice(reader_first=0.0, both=0.0)
 
 
 def calibration_paragraph(case: Case, text: str) -> bool:
-    """Whether the question's paragraph is in the reader's calibration part (its article's
-    paragraphs, joined by blank lines, are split between training and calibration)."""
+    """Whether the question's paragraph (of its article's, joined by blank lines) is in the
+    reader's calibration part."""
     index = text[: case.evidence[0].start].count("\n\n")
-    return article_part(f"{case.article}#{index}", validated=False) == "calibration"
+    return paragraph_part(case.article, index) == "calibration"
 
 
 def pick(case: Case, evidence: Evidence, reader: Reader, read: ReadSettings) -> Pick | None:

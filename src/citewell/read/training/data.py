@@ -44,6 +44,7 @@ from citewell.read.training.group import (
     Part,
     Task,
     article_part,
+    paragraph_part,
     sentences,
     words,
 )
@@ -134,12 +135,10 @@ def _all_groups(traindata: Path, evaldata: Path, rng: random.Random, part: Part)
                     paragraphs = article["paragraphs"]
                     yield from _squad_article(dataset, language, article, paragraphs, rng, part)
                 continue
-            # A set has too few training-side articles for a fifth of them to calibrate, so
-            # their paragraphs are split (keyed by index: translations fall alike).
             chosen = [
                 paragraph
                 for index, paragraph in enumerate(article["paragraphs"])
-                if article_part(f"{title}#{index}", validated=False) == part
+                if paragraph_part(title, index) == part
             ]
             yield from _squad_article(dataset, language, article, chosen, rng, part)
     yield from _clapnq(evaldata / "clapnq", rng, part)

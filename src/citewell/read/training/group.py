@@ -20,6 +20,7 @@ __all__ = [
     "Part",
     "Task",
     "article_part",
+    "paragraph_part",
     "sentences",
     "words",
 ]
@@ -57,6 +58,13 @@ def article_part(key: str, *, validated: bool = True) -> Part:
     if validated and held_out(key):
         return "validation"
     return "calibration" if salted_hash(CALIBRATION_SALT, key) % 5 == 0 else "training"
+
+
+def paragraph_part(title: str, index: int) -> Part:
+    """Which part the ``index``-th paragraph of a training-side article is in: a set has too
+    few training-side articles for a fifth of them to calibrate, so their paragraphs are split,
+    keyed by index so that translations fall alike."""
+    return article_part(f"{title}#{index}", validated=False)
 
 
 def sentences(text: str) -> list[Span]:
