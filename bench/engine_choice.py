@@ -1,13 +1,13 @@
 """The sentence choice fitted as the engine reads, beside the card's, fitted on whole paragraphs.
 
 `citewell reader calibrate` fits a card's sentence choice (word overlap's pick, the reader's
-likeliest, or both; ``read.training.choice``) on the calibration part's paragraphs: each
+likeliest, or both; ``read.training.choice``) on the calibration part's articles: each
 question against its own paragraph's sentences. The engine reads otherwise: the passages search
 retrieves for the question, word overlap's five best sentences among all of them, two read
 first. Runs 9 and 11 were fitted "the reader's likeliest first" in English on paragraphs, and
 lost XQuAD's held-out answers end to end with it (docs/benchmarks.md, fourteenth session).
 
-This program reads the calibration paragraphs' questions the engine's way — the tuning half's
+This program reads the calibration articles' questions the engine's way — the tuning half's
 articles of XQuAD en/es/zh and SQuAD 2.0 in a store, each question retrieved and read
 (``rerank.read_evidence``) — keeps those its reader lets through with a gold sentence among the
 evidence, and fits the choice on them by the card's own rule (``choice.fit_choices``); then says
@@ -43,7 +43,7 @@ from citewell.library import Library
 from citewell.model import Evidence, SentenceChoice
 from citewell.read import Reader
 from citewell.read.training.choice import Pick, fit_choices
-from citewell.read.training.group import paragraph_part
+from citewell.read.training.data import calibration_titles
 from citewell.rerank import read_evidence
 from common import evaldata_dir, machine, mean, reproduce_line, table
 
@@ -51,13 +51,6 @@ SETS = ("xquad-en", "xquad-es", "xquad-zh", "squad2")
 """Sets whose questions name their article by the title the reader's parts are keyed on."""
 WORD_FIRST = SentenceChoice()
 READER_FIRST = SentenceChoice(reader_first=0.0, both=0.0)
-
-
-def calibration_paragraph(case: Case, text: str) -> bool:
-    """Whether the question's paragraph (of its article's, joined by blank lines) is in the
-    reader's calibration part."""
-    index = text[: case.evidence[0].start].count("\n\n")
-    return paragraph_part(case.article, index) == "calibration"
 
 
 def pick(case: Case, evidence: Evidence, reader: Reader, read: ReadSettings) -> Pick | None:
@@ -84,9 +77,10 @@ def pick(case: Case, evidence: Evidence, reader: Reader, read: ReadSettings) -> 
 def picks_by_reader(split: str, runs: dict[str, Path | None], limit: int) -> dict[str, list[Pick]]:
     """Each reader's picks (the shipped one for None, else a trained run's) over the first
     ``limit`` answerable questions of each set's ``split``: on the tuning half, of its
-    calibration paragraphs only."""
+    calibration articles only."""
     picks: dict[str, list[Pick]] = {label: [] for label in runs}
     read = ReadSettings()
+    calibrating = calibration_titles(evaldata_dir().parent / "traindata", evaldata_dir())
     for name in SETS:
         data = load(evaldata_dir(), name).split(split)
         data.items = [
@@ -94,10 +88,7 @@ def picks_by_reader(split: str, runs: dict[str, Path | None], limit: int) -> dic
             for case in data.items
             if case.answerable
             and case.evidence
-            and (
-                split != "tune"
-                or calibration_paragraph(case, data.documents[case.evidence[0].filename])
-            )
+            and (split != "tune" or case.article in calibrating)
         ][:limit]
         settings = prepare_store(data, "e5-small", 1, 0)
         evidence = evidence_for(data, settings, agent_for(0))
@@ -160,7 +151,7 @@ def main() -> None:
     ]
     for label in runs:
         choices, _ = fit_choices(tuning[label])
-        print(f"\n{label}: fitted on the calibration paragraphs, read as the engine reads")
+        print(f"\n{label}: fitted on the calibration articles, read as the engine reads")
         print(table(worth_rows("calibration", tuning[label], choices), header))
         print(table(worth_rows("held-out", held[label], choices), header))
     print(f"\n({time.perf_counter() - started:.0f} s)")

@@ -30,12 +30,14 @@ from citewell.read.training.card import unpack_card, write_card
 from citewell.read.training.data import (
     Group,
     calibration_groups,
+    calibration_titles,
     per_set,
     scifact_groups,
     training_groups,
     validation_groups,
 )
 from citewell.read.training.documents import cuad_groups, mtrag_groups
+from citewell.read.training.group import calibration_articles
 from citewell.read.training.interpolate import interpolated, widened
 from citewell.read.training.loop import Budget, TrainConfig, train
 from citewell.read.training.made import altered_claims, restated_claim, unanswerable_variants
@@ -96,6 +98,43 @@ def test_calibration_questions_are_neither_trained_on_nor_validated(
     assert premises and not premises & {g.candidates[0] for g in training if g.dataset == "snli"}
 
 
+def test_a_calibration_article_is_kept_whole_and_calibrates_in_every_translation(
+    training: list[Group], calibration: list[Group], evaldata: Path
+) -> None:
+    calibrating = calibration_titles(evaldata.parent / "traindata", evaldata)
+    # Two whole articles of XQuAD's six training-side ones, the same two in each language, and
+    # whole SQuAD 2.0 training articles (Beyoncé and IPod of its ten).
+    assert {"Packet_switching", "Black_Death", "Beyoncé", "IPod"} <= calibrating
+    trained = {c for g in training if g.task == "answers" for c in g.candidates}
+    for dataset in ("squad2-train", "squad2", "squad2-es", "xquad-en", "xquad-es", "xquad-zh"):
+        read = [g for g in calibration if g.dataset == dataset and g.task == "answers"]
+        sentences = {c for g in read for c in g.candidates}
+        # No sentence of a calibration article is read in training, not even as a negative.
+        assert sentences and not sentences & trained, dataset
+
+
+def test_the_fifth_of_each_sets_articles_rounded_up_calibrates_wherever_it_appears() -> None:
+    six = [f"article {n}" for n in range(6)]
+    alone = {
+        name: calibration_articles({name: titles})
+        for name, titles in {
+            "six": six,
+            "three": six[3:],
+            "one": ["solo"],
+            "eleven": [str(n) for n in range(11)],
+        }.items()
+    }
+    assert {name: len(chosen) for name, chosen in alone.items()} == {
+        "six": 2,
+        "three": 1,
+        "one": 1,
+        "eleven": 3,
+    }
+    # A title one set calibrates on calibrates in every set that has it.
+    together = calibration_articles({"six": six, "three": six[3:]})
+    assert together == alone["six"] | alone["three"]
+
+
 def test_calibration_has_unanswerable_questions_and_claims(calibration: list[Group]) -> None:
     asked = [g for g in calibration if g.task == "answers"]
     assert sum(not g.answerable for g in asked) > 100
@@ -134,10 +173,10 @@ def test_the_answering_sentence_is_labelled(training: list[Group]) -> None:
     (group,) = [
         g
         for g in training
-        if g.task == "answers" and g.first == "When did Beyonce start becoming popular?"
+        if g.task == "answers" and g.first == "What was Frédéric's nationalities?"
     ]
     (answer,) = [c for c, label in zip(group.candidates, group.labels, strict=True) if label]
-    assert "in the late 1990s" in answer
+    assert "Polish and French" in answer
     assert 2 <= len(group.candidates) <= 6
 
 

@@ -14,11 +14,12 @@ A ``Group`` is one question (or claim) with its candidate sentences and which of
   sentence and not by its neighbours, nor when the answer is swapped for another question's;
   SNLI's premise supports its hypothesis when the label is entailment.
 
-Articles fall in three parts (``article_part``). Validation is kept apart by article: an
+Articles fall in three parts, whole. Validation is kept apart by article: an
 article is validation when it is in the held-out half (``citewell.evaluate.holdout``), which
 bench/answers.py reports on, so it never reports on an article the reader was trained on. A
-fifth of the other articles is calibration: the network never trains on them, and the blend of
-its logit with word overlap and e5's cosine, and the decline threshold, are fit on them
+fifth of the other articles is calibration (``article_part``; for the SQuAD-format sets, which
+have few articles, ``group.calibration_articles``): the network never trains on them, and the
+blend of its logit with word overlap and e5's cosine, and the decline threshold, are fit on them
 (``citewell.read.training.calibrate``), so neither is tuned on validation nor on what the
 network has memorised. SQuAD-es articles are keyed by the English title of
 the same article (their questions keep SQuAD's ids), and XQuAD's translations share their
@@ -44,7 +45,7 @@ from citewell.read.training.group import (
     Part,
     Task,
     article_part,
-    paragraph_part,
+    calibration_articles,
     sentences,
     words,
 )
@@ -58,7 +59,7 @@ the reader learnt to lean on the title: SQuAD 2.0's answerable AUC fell from 0.8
 read untitled, and the decline rule was fitted on answerability as titled sentences get it."""
 
 TRAINING_ONLY = ("squad2-train", "cmrc2018-train")
-"""Sets of the training data: their articles never validate (their paragraphs calibrate)."""
+"""Sets of the training data: their articles never validate (a fifth of them calibrate)."""
 
 __all__ = [
     "Group",
@@ -66,6 +67,7 @@ __all__ = [
     "Task",
     "article_part",
     "calibration_groups",
+    "calibration_titles",
     "hotpotqa_answer_groups",
     "per_set",
     "scifact_groups",
@@ -125,26 +127,54 @@ def _as_read(group: Group) -> Group:
     return dataclasses.replace(group, contexts=[])
 
 
+def calibration_titles(traindata: Path, evaldata: Path) -> frozenset[str]:
+    """The SQuAD-format articles (by split key: the English title where there is one) that
+    calibrate, in every set that has them (``group.calibration_articles``)."""
+    return _calibrating(_squad_sets(traindata, evaldata))
+
+
 def _all_groups(traindata: Path, evaldata: Path, rng: random.Random, part: Part) -> Iterator[Group]:
-    english = _english_titles(evaldata)
-    for dataset, language, path in _squad_files(traindata, evaldata):
-        validated = dataset not in TRAINING_ONLY
-        for title, article in _articles(path, english):
-            if validated and held_out(title):
-                if part == "validation":
-                    paragraphs = article["paragraphs"]
-                    yield from _squad_article(dataset, language, article, paragraphs, rng, part)
-                continue
-            chosen = [
-                paragraph
-                for index, paragraph in enumerate(article["paragraphs"])
-                if paragraph_part(title, index) == part
-            ]
-            yield from _squad_article(dataset, language, article, chosen, rng, part)
+    squad_sets = _squad_sets(traindata, evaldata)
+    calibrating = _calibrating(squad_sets)
+    for dataset, language, articles in squad_sets:
+        for title, article in articles:
+            if _squad_part(dataset, title, calibrating) == part:
+                yield from _squad_article(dataset, language, article, rng, part)
     yield from _clapnq(evaldata / "clapnq", rng, part)
     yield from _hotpotqa(evaldata / "hotpotqa", part)
     yield from cuad_groups(traindata / "cuad", part, rng)
     yield from mtrag_groups(traindata / "mtrag", part)
+
+
+_Articles = list[tuple[str, dict[str, Any]]]
+
+
+def _squad_sets(traindata: Path, evaldata: Path) -> list[tuple[str, str, _Articles]]:
+    """(set, language, its (split key, article) pairs) of every SQuAD-format set."""
+    english = _english_titles(evaldata)
+    return [
+        (dataset, language, list(_articles(path, english)))
+        for dataset, language, path in _squad_files(traindata, evaldata)
+    ]
+
+
+def _validated(dataset: str, title: str) -> bool:
+    return dataset not in TRAINING_ONLY and held_out(title)
+
+
+def _calibrating(squad_sets: Sequence[tuple[str, str, _Articles]]) -> frozenset[str]:
+    return calibration_articles(
+        {
+            dataset: [title for title, _ in articles if not _validated(dataset, title)]
+            for dataset, _, articles in squad_sets
+        }
+    )
+
+
+def _squad_part(dataset: str, title: str, calibrating: frozenset[str]) -> Part:
+    if _validated(dataset, title):
+        return "validation"
+    return "calibration" if title in calibrating else "training"
 
 
 def _squad_files(traindata: Path, evaldata: Path) -> list[tuple[str, str, Path]]:
@@ -197,16 +227,15 @@ def _squad_article(
     dataset: str,
     language: str,
     article: dict[str, Any],
-    chosen: Sequence[dict[str, Any]],
     rng: random.Random,
     part: Part,
 ) -> Iterator[Group]:
-    """The groups of an article's ``chosen`` paragraphs (those of one part), in the context of
-    its title; hard negatives come from the same paragraphs. Outside validation each answerable
+    """The groups of an article's paragraphs, in the context of its title; hard negatives come
+    from the rest of the article. Outside validation each answerable
     question also makes unanswerable ones (``made``); in every part a share of them makes support
     claims, the altered ones among them."""
     title = " ".join(str(article.get("title") or "").replace("_", " ").split())
-    paragraphs = [(p, sentences(p["context"])) for p in chosen]
+    paragraphs = [(p, sentences(p["context"])) for p in article["paragraphs"]]
     pool = [p["context"][s.start : s.end] for p, spans in paragraphs for s in spans]
     whole = " ".join(p["context"] for p in article["paragraphs"])
     article_answers = sorted(
