@@ -170,6 +170,20 @@ def test_select_keeps_first_cases_per_language_and_only_their_documents(evaldata
     assert {c.language for c in only.cases} == {"es"} and len(only.documents) == 15
 
 
+def test_a_squad_es_article_is_split_by_its_english_originals_title(evaldata: Path) -> None:
+    spanish = read(evaldata, "squad2-es")
+    english = {c.id: c.article for c in read(evaldata, "xquad").cases if c.language == "en"}
+    # "Ley Europea" is European_Union_law, so it falls on that article's side of every split.
+    (law,) = {c.article for c in spanish.cases if c.documents[0] == "03-Ley-Europea.txt"}
+    assert law == "European_Union_law"
+    shared = [c for c in spanish.cases if c.id in english]
+    assert shared and all(c.article == english[c.id] for c in shared)
+    articles = {c.article for c in spanish.cases}
+    held = {c.article for c in spanish.cases if c.held_out}
+    assert held == {a for a in articles if article_part(a) == "validation"}
+    assert (len(articles), len(held)) == (12, 6)
+
+
 def test_the_held_out_half_is_the_readers_validation_and_tune_the_other_half(
     evaldata: Path,
 ) -> None:

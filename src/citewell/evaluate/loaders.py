@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from citewell.evaluate.holdout import held_out
+from citewell.evaluate.holdout import english_titles, held_out
 
 __all__ = [
     "LOADERS",
@@ -74,7 +74,7 @@ class Case:
     """File names (in ``bucket``) the case comes with: what a limited run ingests."""
     article: str = ""
     """The title of the article the question was written on (SQuAD-format sets; "" in the
-    others): what a split by article keys on."""
+    others), a translation's its English original's: what a split by article keys on."""
     parts: tuple[tuple[Evidence, ...], ...] = ()
     """For a question asked in several parts, each part's gold evidence: a complete answer cites
     some of each. Empty for a question of one part."""
@@ -227,14 +227,24 @@ def _evidence(filename: str, text: str, snippet: str) -> Evidence | None:
 
 # SQuAD format: XQuAD, SQuAD 2.0 (en, es), CMRC 2018, DRCD ---------------------------------------
 def squad_format(
-    path: Path, language: str, *, bucket: str, prefix: str = "", data: DataSet | None = None
+    path: Path,
+    language: str,
+    *,
+    bucket: str,
+    prefix: str = "",
+    data: DataSet | None = None,
+    originals: dict[str, str] | None = None,
 ) -> DataSet:
     """One document per article, its paragraphs joined by blank lines; each gold answer becomes
     an exact range of the article's text. Answers whose ``answer_start`` does not point at their
-    text (CMRC 2018 has a few, and ``-1``) are kept as answers but not as evidence."""
+    text (CMRC 2018 has a few, and ``-1``) are kept as answers but not as evidence. For a
+    translation, ``originals`` maps a question id to its original article's title, which the
+    case's article is then (``holdout.english_titles``)."""
     data = data if data is not None else DataSet(path.stem)
     for number, article in enumerate(_read_json(path)["data"]):
         title = article.get("title") or article["paragraphs"][0].get("id", str(number))
+        ids = (str(qa["id"]) for p in article["paragraphs"] for qa in p["qas"])
+        original = next((originals[i] for i in ids if i in originals), None) if originals else None
         filename = f"{prefix}{number:02d}-{_slug(title) or 'article'}.txt"
         contexts = [p["context"] for p in article["paragraphs"]]
         joined = "\n\n".join(contexts)
@@ -258,7 +268,7 @@ def squad_format(
                         answerable=answerable,
                         bucket=bucket,
                         documents=(filename,),
-                        article=title,
+                        article=original or title,
                     )
                 )
             offset += len(context) + 2
@@ -351,9 +361,13 @@ def load_squad2(folder: Path, split: str) -> DataSet:
 
 
 def load_squad2_es(folder: Path, split: str) -> DataSet:
-    """SQuAD-es 2.0 (Spanish, machine-translated): ``<split>-v2.0-es*.json``."""
+    """SQuAD-es 2.0 (Spanish, machine-translated): ``<split>-v2.0-es*.json``; each article split
+    by its English original's title (its questions keep SQuAD's ids)."""
     path = _one(folder, f"{split}-v2.0-es*.json")
-    return squad_format(path, "es", bucket="squad2-es", data=DataSet("squad2-es"))
+    originals = english_titles(folder.parent)
+    return squad_format(
+        path, "es", bucket="squad2-es", data=DataSet("squad2-es"), originals=originals
+    )
 
 
 def load_cmrc2018(folder: Path, split: str) -> DataSet:

@@ -36,7 +36,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from citewell.evaluate.holdout import held_out, salted_hash
+from citewell.evaluate.holdout import english_titles, held_out, salted_hash
 from citewell.model import Span
 from citewell.read.training.documents import cuad_groups, mtrag_groups
 from citewell.read.training.group import (
@@ -151,7 +151,7 @@ _Articles = list[tuple[str, dict[str, Any]]]
 
 def _squad_sets(traindata: Path, evaldata: Path) -> list[tuple[str, str, _Articles]]:
     """(set, language, its (split key, article) pairs) of every SQuAD-format set."""
-    english = _english_titles(evaldata)
+    english = english_titles(evaldata)
     return [
         (dataset, language, list(_articles(path, english)))
         for dataset, language, path in _squad_files(traindata, evaldata)
@@ -193,21 +193,6 @@ def _squad_files(traindata: Path, evaldata: Path) -> list[tuple[str, str, Path]]
 
 def _one(folder: Path, pattern: str) -> Path:
     return sorted(folder.glob(pattern))[0]
-
-
-def _english_titles(evaldata: Path) -> dict[str, str]:
-    """Question id → English article title, from the English SQuAD-format sets."""
-    titles = {}
-    for path in (_one(evaldata / "squad_v2_dev_half", "dev-v2.0*.json"),):
-        for article in _read(path):
-            for paragraph in article["paragraphs"]:
-                for qa in paragraph["qas"]:
-                    titles[str(qa["id"])] = article["title"]
-    for article in _read(evaldata / "xquad" / "xquad.en.json"):
-        for paragraph in article["paragraphs"]:
-            for qa in paragraph["qas"]:
-                titles[str(qa["id"])] = article["title"]
-    return titles
 
 
 def _read(path: Path) -> list[dict[str, Any]]:
