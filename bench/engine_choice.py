@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from answers import (
@@ -74,20 +74,20 @@ def pick(case: Case, evidence: Evidence, reader: Reader, read: ReadSettings) -> 
     return Pick(found.language or "en", word, (number - 1, score), gold)
 
 
-def picks_by_reader(split: str, runs: dict[str, Path | None], limit: int) -> dict[str, list[Pick]]:
-    """Each reader's picks (the shipped one for None, else a trained run's) over the first
-    ``limit`` answerable questions of each set's ``split``: on the tuning half, of its
-    calibration articles only."""
-    picks: dict[str, list[Pick]] = {label: [] for label in runs}
-    read = ReadSettings()
+def engine_reads(
+    sets: Sequence[str], split: str, runs: dict[str, Path | None], limit: int, *, answerable: bool
+) -> Iterator[tuple[str, Case, Evidence, Reader]]:
+    """(reader's label, question, its evidence, the reader) for each reader (the shipped one for
+    None, else a trained run's) over the first ``limit`` questions of each set's ``split`` (only
+    answerable ones with gold evidence, where ``answerable``): on the tuning half, of the
+    reader's calibration articles only."""
     calibrating = calibration_titles(evaldata_dir().parent / "traindata", evaldata_dir())
-    for name in SETS:
+    for name in sets:
         data = load(evaldata_dir(), name).split(split)
         data.items = [
             case
             for case in data.items
-            if case.answerable
-            and case.evidence
+            if (not answerable or (case.answerable and case.evidence))
             and (split != "tune" or case.article in calibrating)
         ][:limit]
         settings = prepare_store(data, "e5-small", 1, 0)
@@ -100,10 +100,35 @@ def picks_by_reader(split: str, runs: dict[str, Path | None], limit: int) -> dic
                     else run_reader(library, run, Path(folder))
                 )
                 for case, found in zip(data.items, evidence, strict=True):
-                    chosen = pick(case, found, reader, read)
-                    if chosen is not None:
-                        picks[label].append(chosen)
-        print(f"  {name} ({split}): {len(data.items)} answerable questions")
+                    yield label, case, found, reader
+        print(f"  {name} ({split}): {len(data.items)} questions")
+
+
+def readers_to_compare(
+    program: str, doc: str | None, limit: int
+) -> tuple[dict[str, Path | None], int]:
+    """The command line shared by the engine-read benches: the shipped reader, and a trained
+    run's beside it (``--candidate``); and the questions per set and half."""
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
+    parser.add_argument("--candidate", type=Path, help="a trained run's folder, beside")
+    parser.add_argument("--limit", type=int, default=limit, help="questions per set and half")
+    args = parser.parse_args()
+    print(f"# bench/{program} — {time.strftime('%Y-%m-%d')} — {machine()}")
+    runs: dict[str, Path | None] = {"shipped": None}
+    if args.candidate is not None:
+        runs[args.candidate.name] = args.candidate
+    return runs, args.limit
+
+
+def picks_by_reader(split: str, runs: dict[str, Path | None], limit: int) -> dict[str, list[Pick]]:
+    """Each reader's picks over the first ``limit`` answerable questions of each set's
+    ``split`` (``engine_reads``)."""
+    picks: dict[str, list[Pick]] = {label: [] for label in runs}
+    read = ReadSettings()
+    for label, case, found, reader in engine_reads(SETS, split, runs, limit, answerable=True):
+        chosen = pick(case, found, reader, read)
+        if chosen is not None:
+            picks[label].append(chosen)
     return picks
 
 
@@ -129,17 +154,10 @@ def worth_rows(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--candidate", type=Path, help="a trained run's folder, beside")
-    parser.add_argument("--limit", type=int, default=200, help="questions per set and half")
-    args = parser.parse_args()
-    print(f"# bench/engine_choice.py — {time.strftime('%Y-%m-%d')} — {machine()}")
+    runs, limit = readers_to_compare("engine_choice.py", __doc__, 200)
     started = time.perf_counter()
-    runs: dict[str, Path | None] = {"shipped": None}
-    if args.candidate is not None:
-        runs[args.candidate.name] = args.candidate
-    tuning = picks_by_reader("tune", runs, args.limit)
-    held = picks_by_reader("held-out", runs, args.limit)
+    tuning = picks_by_reader("tune", runs, limit)
+    held = picks_by_reader("held-out", runs, limit)
     header = [
         "reader",
         "language",

@@ -20,21 +20,17 @@ articles (XQuAD zh), so it keeps the card's rule. Nothing is fitted on the held-
 
 from __future__ import annotations
 
-import argparse
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from answers import agent_for, evidence_for, load, named_reader, prepare_store, run_reader
 from citewell.config import ReadSettings
 from citewell.generate.extractive import ExtractiveGenerator
-from citewell.library import Library
 from citewell.model import DeclineRule
-from citewell.read.training.data import calibration_titles
 from citewell.read.training.decline import fit_decline_rules
 from citewell.rerank import read_evidence
-from common import evaldata_dir, machine, mean, reproduce_line, table
+from common import mean, reproduce_line, table
+from engine_choice import engine_reads, readers_to_compare
 
 SETS = ("squad2", "squad2-es", "xquad-en", "xquad-es")
 """Sets whose questions name their article by the title the reader's parts are keyed on, and
@@ -55,48 +51,21 @@ class Read:
 
 
 def reads_by_reader(split: str, runs: dict[str, Path | None], limit: int) -> dict[str, list[Read]]:
-    """Each reader's reads (the shipped one for None, else a trained run's) of the first
-    ``limit`` questions of each set's ``split``: on the tuning half, of its calibration
-    articles only."""
+    """Each reader's reads of the first ``limit`` questions of each set's ``split``
+    (``engine_choice.engine_reads``), answerable and unanswerable."""
     reads: dict[str, list[Read]] = {label: [] for label in runs}
     read = ReadSettings()
-    calibrating = calibration_titles(evaldata_dir().parent / "traindata", evaldata_dir())
-    for name in SETS:
-        data = load(evaldata_dir(), name).split(split)
-        data.items = [
-            case for case in data.items if split != "tune" or case.article in calibrating
-        ][:limit]
-        settings = prepare_store(data, "e5-small", 1, 0)
-        evidence = evidence_for(data, settings, agent_for(0))
-        with Library.open(settings) as library, tempfile.TemporaryDirectory() as folder:
-            for label, run in runs.items():
-                reader = (
-                    named_reader(library, "citewell-reader")
-                    if run is None
-                    else run_reader(library, run, Path(folder))
-                )
-                for case, found in zip(data.items, evidence, strict=True):
-                    reading = read_evidence(
-                        found,
-                        reader,
-                        candidates=read.candidates,
-                        read_first=read.read_first,
-                        conflicts=False,
-                    ).reading
-                    if len(reading) != 1:
-                        continue
-                    part = reading[0]
-                    word = ExtractiveGenerator().word_choice(found, part.text)
-                    reads[label].append(
-                        Read(
-                            found.language or "en",
-                            case.answerable,
-                            part.answerable,
-                            word.sure,
-                            part.answered,
-                        )
-                    )
-        print(f"  {name} ({split}): {len(data.items)} questions")
+    for label, case, found, reader in engine_reads(SETS, split, runs, limit, answerable=False):
+        reading = read_evidence(
+            found, reader, candidates=read.candidates, read_first=read.read_first, conflicts=False
+        ).reading
+        if len(reading) != 1:
+            continue
+        part = reading[0]
+        word = ExtractiveGenerator().word_choice(found, part.text)
+        reads[label].append(
+            Read(found.language or "en", case.answerable, part.answerable, word.sure, part.answered)
+        )
     return reads
 
 
@@ -132,17 +101,10 @@ def rows(label: str, reads: list[Read], fitted: dict[str, DeclineRule]) -> list[
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--candidate", type=Path, help="a trained run's folder, beside")
-    parser.add_argument("--limit", type=int, default=400, help="questions per set and half")
-    args = parser.parse_args()
-    print(f"# bench/engine_decline.py — {time.strftime('%Y-%m-%d')} — {machine()}")
+    runs, limit = readers_to_compare("engine_decline.py", __doc__, 400)
     started = time.perf_counter()
-    runs: dict[str, Path | None] = {"shipped": None}
-    if args.candidate is not None:
-        runs[args.candidate.name] = args.candidate
-    tuning = reads_by_reader("tune", runs, args.limit)
-    held = reads_by_reader("held-out", runs, args.limit)
+    tuning = reads_by_reader("tune", runs, limit)
+    held = reads_by_reader("held-out", runs, limit)
     header = [
         "reader",
         "language",
