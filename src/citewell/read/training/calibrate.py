@@ -4,8 +4,8 @@ sentence choice and its support threshold.
 All are fit on the calibration part of the data (``data.article_part``,
 ``group.calibration_articles``): whole articles and records the network never trained on, so
 the network's logit there is as trustworthy as it will be on a person's documents, not as it is
-on what it memorised. They are fit on the built model's
-signals, the int8 network the server runs, not torch's, so they calibrate what ships.
+on what it memorised. They are fit on the built model's signals, the int8 network the server
+runs, not torch's, so they calibrate what ships.
 
 - The blends (``citewell.read.blend``): logistic regressions by Newton's method, with no
   negative weight, of each candidate's label on its three signals (``answers``, ``supports``),
