@@ -247,31 +247,16 @@ class Engine:
         self, question: Question, generator: Generator, agent: Agent, principal: Principal
     ) -> AsyncIterator[AnswerEvent]:
         started = time.perf_counter()
-        passages = await self._evidence_passages(question, agent, principal)
-        if agent.redact:
-            # Before anything reads them: a stream cannot take back what it has sent.
-            passages = tuple(redact_passage(p, agent.redact) for p in passages)
+        unread = await self.evidence(question, agent=agent, principal=principal)
         retrieved_at = time.perf_counter()
-        # In a worker thread: the passages of a large request document are seconds of work, and
-        # reading them is a network pass per candidate sentence.
-        evidence = await anyio.to_thread.run_sync(
-            lambda: self._read(
-                build_evidence(
-                    question.text,
-                    detect_language(question.text) or _main_language(passages),
-                    passages,
-                    history=question.history,
-                    instructions=question.instructions,
-                ),
-                agent,
-            )
-        )
+        # In a worker thread: reading is a network pass per candidate sentence.
+        evidence = await anyio.to_thread.run_sync(self.read, unread, agent)
         read_at = time.perf_counter()
         conflicts = tuple(
             PartConflict.located(evidence, p.conflict) for p in evidence.reading if p.conflict
         )
         yield Retrieved(evidence.passages, question.text, conflicts)
-        pages = self._pages(question, passages)
+        pages = self._pages(question, unread.passages)
         attribution = Attribution(evidence, agent, self._verifier(agent), pages)
         writer = AnswerWriter(evidence, agent, attribution)
         # Nothing to answer from: no generator is asked, so none can guess from memory.
@@ -295,7 +280,27 @@ class Engine:
             await anyio.to_thread.run_sync(self.library.store.put_trace, trace)
         yield Completed(answer)
 
-    async def _evidence_passages(
+    async def evidence(self, question: Question, *, agent: Agent, principal: Principal) -> Evidence:
+        """What the engine answers ``question`` from, before its reader reads it: the passages
+        retrieved for the agent (or given with the question), redacted as the agent asks, in
+        numbered sentences. A reader's decline rule is calibrated on questions read this way
+        (``citewell.served_reads``)."""
+        passages = await self._passages(question, agent, principal)
+        if agent.redact:
+            # Before anything reads them: a stream cannot take back what it has sent.
+            passages = tuple(redact_passage(p, agent.redact) for p in passages)
+        # In a worker thread: the passages of a large request document are seconds of work.
+        return await anyio.to_thread.run_sync(
+            lambda: build_evidence(
+                question.text,
+                detect_language(question.text) or _main_language(passages),
+                passages,
+                history=question.history,
+                instructions=question.instructions,
+            )
+        )
+
+    async def _passages(
         self, question: Question, agent: Agent, principal: Principal
     ) -> tuple[Passage, ...]:
         if question.given is not None:
@@ -322,8 +327,10 @@ class Engine:
         )
         return distinct_passages(found, limit)
 
-    def _read(self, evidence: Evidence, agent: Agent) -> Evidence:
-        """The evidence as the reader read it for this agent (as it is, without a reader)."""
+    def read(self, evidence: Evidence, agent: Agent) -> Evidence:
+        """The evidence as the reader read it for this agent (as it is, without a reader): each
+        part of the question judged answered or not by the agent's threshold, else the reader's
+        decline rule."""
         if self.reader is None or not evidence.sentences:
             return evidence
         return read_evidence(

@@ -7,7 +7,12 @@ from __future__ import annotations
 import pytest
 
 from citewell.model import DeclineRule
-from citewell.read.training.decline import MIN_ANSWERABLE, decline_threshold, fit_decline_rules
+from citewell.read.training.decline import (
+    MIN_ANSWERABLE,
+    Asked,
+    decline_threshold,
+    fit_decline_rules,
+)
 
 
 def test_the_decline_threshold_lies_between_answerable_and_unanswerable_best_scores() -> None:
@@ -46,13 +51,16 @@ def test_a_part_word_overlap_answers_too_needs_less_of_the_reader() -> None:
     assert DeclineRule.single(0.4).answers(0.4, worded=False)
 
 
-def sample(worded: bool, answered: list[float], unanswered: list[float]) -> list[tuple]:
-    return [(a, True, worded) for a in answered] + [(a, False, worded) for a in unanswered]
+def sample(
+    worded: bool, answered: list[float], unanswered: list[float], language: str = "en"
+) -> list[Asked]:
+    return [Asked(language, True, a, worded) for a in answered] + [
+        Asked(language, False, a, worded) for a in unanswered
+    ]
 
 
-def fit(questions: list[tuple], language: str = "en") -> tuple[DeclineRule, dict[str, float]]:
-    scores, answerable, worded = zip(*questions, strict=True)
-    rules, figures = fit_decline_rules(scores, answerable, worded, [language] * len(scores))
+def fit(questions: list[Asked], language: str = "en") -> tuple[DeclineRule, dict[str, float]]:
+    rules, figures = fit_decline_rules(questions)
     assert rules["*"] == rules[language]
     return rules[language], figures[language]
 
@@ -78,10 +86,8 @@ def test_with_too_few_answerable_questions_on_a_side_a_language_gets_one_thresho
 
 def test_each_language_gets_its_own_rule_and_any_other_the_rule_of_all() -> None:
     english = sample(True, [0.9] * 30, [0.1] * 5) + sample(False, [0.9] * 30, [0.1] * 5)
-    chinese = sample(True, [0.6] * 30, [0.5] * 5) + sample(False, [0.6] * 30, [0.5] * 5)
-    scores, answerable, worded = zip(*(english + chinese), strict=True)
-    languages = ["en"] * len(english) + ["zh"] * len(chinese)
-    rules, _ = fit_decline_rules(scores, answerable, worded, languages)
+    chinese = sample(True, [0.6] * 30, [0.5] * 5, "zh") + sample(False, [0.6] * 30, [0.5] * 5, "zh")
+    rules, _ = fit_decline_rules(english + chinese)
     assert set(rules) == {"en", "zh", "*"}
     assert rules["en"] == DeclineRule.single((0.9 + 0.1) / 2)
     assert rules["zh"] == DeclineRule.single((0.6 + 0.5) / 2)

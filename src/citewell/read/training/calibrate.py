@@ -15,7 +15,10 @@ runs, not torch's, so they calibrate what ships.
   a part is declined, lower where word overlap would answer it too; the rule that declines the
   most unanswerable questions while declining at most 8 % of the answerable ones. It is the
   card's, so every agent without a threshold of its own declines by it, and it is chosen again
-  with every delta (``citewell reader calibrate`` chooses it again for the shipped one).
+  with every delta (``citewell reader calibrate`` chooses it again for the shipped one). Where
+  the calibration articles' questions are read as the engine serves them (``served``: English
+  and Spanish, ``citewell.served_reads``), it is fitted on those, and on the groups elsewhere
+  (Chinese has no unanswerable question on them).
 - The sentence choice (``choice.fit_choices``): per language, between word overlap's pick and
   the reader's likeliest, on the questions the threshold lets through.
 - The support threshold (``support.fit_support_thresholds``): per language, the least support
@@ -35,21 +38,25 @@ from pathlib import Path
 import numpy as np
 
 from citewell.model import DeclineRule
+from citewell.read.base import Reader
 from citewell.read.blend import SIGNALS, Blend, Judgement, Signals, best_signals
 from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard, for_language
 from citewell.read.pairs import PairLimits
 from citewell.read.training.choice import WordPick, fit_choices, picks, word_picks
 from citewell.read.training.config import TrainConfig
 from citewell.read.training.data import Group, calibration_groups, per_set
-from citewell.read.training.decline import fit_decline_rules
+from citewell.read.training.decline import Asked, fit_decline_rules
 from citewell.read.training.metrics import roc_auc, top1
 from citewell.read.training.support import fit_support_thresholds
 from citewell.read.verifier import states_another_number
 
-__all__ = ["calibrate", "fit_blend"]
+__all__ = ["ServedReads", "calibrate", "fit_blend"]
 
 GROUPS_PER_SET = 200
 """Calibration groups read per (task, set): enough for four weights, in minutes."""
+
+ServedReads = Callable[[Reader], Sequence[Asked]]
+"""The calibration questions as the engine reads them with a reader (``citewell.served_reads``)."""
 
 
 def calibrate(
@@ -60,11 +67,13 @@ def calibrate(
     word_pick: WordPick,
     report: Callable[[str], None] = print,
     groups_per_set: int = GROUPS_PER_SET,
+    served: ServedReads | None = None,
 ) -> dict[str, object]:
     """Fit the blends, the decline rule, the sentence choice and the support threshold for
-    ``run/reader.npz`` on up to ``groups_per_set`` calibration groups of each (task, set);
-    writes ``run/calibration.json`` and returns its data. ``word_pick`` is word overlap's choice
-    the sentence choice is fitted against."""
+    ``run/reader.npz`` on up to ``groups_per_set`` calibration groups of each (task, set), and
+    the decline rule of each language ``served`` reads questions of on those; writes
+    ``run/calibration.json`` and returns its data. ``word_pick`` is word overlap's choice the
+    sentence choice is fitted against."""
     training = json.loads((run / "training.json").read_text())
     card = ReaderCard(
         name="citewell-reader",
@@ -96,11 +105,21 @@ def calibrate(
     answerability = blends["answerable"].scores(best)
     words = word_picks(groups, word_pick)
     declines, decline_figures = fit_decline_rules(
-        [float(a) for a in answerability],
-        answerable,
-        [words[i].sure for i in asked],
-        [groups[i].language for i in asked],
+        [
+            Asked(groups[i].language, groups[i].answerable, float(a), words[i].sure)
+            for i, a in zip(asked, answerability, strict=True)
+        ]
     )
+    served_figures: dict[str, dict[str, float]] = {}
+    if served is not None:
+        calibrated = dataclasses.replace(card, blends=blends)
+        reads = served(CrossEncoderReader(config.threads, run / "models", calibrated))
+        served_rules, figures = fit_decline_rules(reads)
+        for language, rule in served_rules.items():
+            mine = [a.answerable for a in reads if language in ("*", a.language)]
+            if any(mine) and not all(mine):  # both kinds, or the fit has nothing to go on
+                declines[language] = rule
+                served_figures[language] = figures[language]
     through = {
         i: (for_language(declines, groups[i].language) or DeclineRule()).answers(
             float(a), worded=words[i].sure
@@ -128,6 +147,7 @@ def calibrate(
             for language, rule in declines.items()
         },
         "decline_figures": decline_figures,
+        "served_decline_figures": served_figures,
         "figures": _figures(groups, signals, scores, answerability),
         "sentence_choice": {
             language: dataclasses.asdict(choice) for language, choice in choices.items()

@@ -80,9 +80,11 @@ def write_card(run: Path, package: Path, weights: E5Weights) -> Path:
                 "groups",
                 "figures",
                 "decline_figures",
+                "served_decline_figures",
                 "sentence_choice_figures",
                 "support_figures",
             )
+            if key in calibration  # a run calibrated before its questions were read as served
         },
     }
     target = package / "reader.json"

@@ -16,12 +16,13 @@ two judges agree on. How much the second threshold wins is in the calibration fi
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from citewell.model import DeclineRule
 
-__all__ = ["FALSE_REFUSAL", "MIN_ANSWERABLE", "decline_threshold", "fit_decline_rules"]
+__all__ = ["FALSE_REFUSAL", "MIN_ANSWERABLE", "Asked", "decline_threshold", "fit_decline_rules"]
 
 FALSE_REFUSAL = 0.08
 """The share of answerable questions the rule may decline. Below the 0.10 that answers are held
@@ -30,6 +31,19 @@ MIN_ANSWERABLE = 20
 """The fewest answerable questions on each side (worded, unworded) for a language to get two
 thresholds; with fewer, a threshold would be fitted to a handful of questions, and the language
 gets one threshold for both."""
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One calibration question as a decline rule sees it."""
+
+    language: str
+    answerable: bool
+    """Whether its sources answer it (the data set says)."""
+    answerability: float
+    """The reader's probability that the sentences it read answer it."""
+    worded: bool
+    """Whether word overlap would answer it too (the rule's lower threshold applies)."""
 
 
 def decline_threshold(
@@ -46,22 +60,18 @@ def decline_threshold(
 
 
 def fit_decline_rules(
-    answerability: Sequence[float],
-    answerable: Sequence[bool],
-    worded: Sequence[bool],
-    languages: Sequence[str],
-    false_refusal: float = FALSE_REFUSAL,
+    asked: Sequence[Asked], false_refusal: float = FALSE_REFUSAL
 ) -> tuple[dict[str, DeclineRule], dict[str, dict[str, float]]]:
     """The rule for each language, and ``"*"`` for all of them together; and per language, its
     thresholds' refusal of unanswerable and false refusal of answerable questions beside those
     of a single threshold."""
-    scores = np.asarray(answerability, dtype=np.float64)
-    kept = np.asarray(answerable, dtype=bool)
-    agree = np.asarray(worded, dtype=bool)
-    spoken = np.asarray(languages)
+    scores = np.asarray([a.answerability for a in asked], dtype=np.float64)
+    kept = np.asarray([a.answerable for a in asked], dtype=bool)
+    agree = np.asarray([a.worded for a in asked], dtype=bool)
+    spoken = np.asarray([a.language for a in asked])
     rules: dict[str, DeclineRule] = {}
     figures: dict[str, dict[str, float]] = {}
-    for language in [*sorted(set(languages)), "*"]:
+    for language in [*sorted(set(spoken.tolist())), "*"]:
         mask = np.ones(len(scores), dtype=bool) if language == "*" else spoken == language
         if not mask.any():
             continue

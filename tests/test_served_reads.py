@@ -1,0 +1,75 @@
+"""The reader's calibration questions read as the engine serves them: the articles they come
+from, and an answerability that decides as the engine decides, whatever the threshold."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+import anyio
+import pytest
+
+from citewell.config import ReadSettings, RetrieveSettings, Settings
+from citewell.engine import Engine
+from citewell.evaluate.loaders import DataSet
+from citewell.events import Question
+from citewell.library import LOCAL, Library
+from citewell.model import Agent
+from citewell.read.cross_encoder import CrossEncoderReader
+from citewell.read.training.data import calibration_titles
+from citewell.read.verifier import ReaderVerifier
+from citewell.served_reads import calibration_sets, served_reads
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def sets(evaldata: Path) -> list[DataSet]:
+    return calibration_sets(evaldata.parent / "traindata", evaldata)
+
+
+def test_the_calibration_questions_are_of_calibration_articles_asked_over_all_of_a_sets(
+    sets: list[DataSet], evaldata: Path
+) -> None:
+    assert [data.name for data in sets] == ["squad2", "squad2-es", "xquad-en", "xquad-es"]
+    calibrating = calibration_titles(evaldata.parent / "traindata", evaldata)
+    for data in sets:
+        assert data.cases and all(case.article in calibrating for case in data.cases)
+        asked_over = {f for case in data.cases for f in case.documents}
+        assert len(data.documents) > len(asked_over), data.name  # distractors: the other articles
+    for data in sets[:2]:  # SQuAD 2.0 and SQuAD-es: unanswerable questions too
+        assert {case.answerable for case in data.cases} == {True, False}
+    assert {c.language for d in sets for c in d.cases} == {"en", "es"}
+
+
+def test_a_served_answerability_decides_as_the_engine_does_under_any_threshold(
+    sets: list[DataSet], tmp_path: Path
+) -> None:
+    few = [data.select(limit=10) for data in sets[:2]]
+    settings = Settings(
+        data_dir=tmp_path / "unused",
+        retrieve=RetrieveSettings(threads=1),
+        read=ReadSettings(reader="citewell-reader", threads=1),
+    )
+    reader = CrossEncoderReader(1, settings.model_cache_dir)
+    asked = served_reads(settings, few, reader, per_set=10, report=lambda line: None)
+    assert [a.language for a in asked] == ["en"] * 10 + ["es"] * 10  # none asks two things
+    assert [a.answerable for a in asked] == [c.answerable for d in few for c in d.cases]
+    # The same articles in a store of the test's own, each question answered by the engine.
+    with Library.open(settings.model_copy(update={"data_dir": tmp_path / "data"})) as library:
+        for data in few:
+            for document in data.documents.values():
+                library.create_bucket(document.bucket)
+                library.ingest(
+                    document.text.encode(), filename=document.filename, bucket=document.bucket
+                )
+        engine = Engine(library, {}, ReaderVerifier(reader), reader=reader)
+        for threshold in (0.3, 0.5, 0.7):
+            answered = []
+            for case in (c for d in few for c in d.cases):
+                agent = Agent(bucket_ids=(case.bucket,), answerable_threshold=threshold)
+                question = Question(case.question)
+                ask = partial(engine.evidence, question, agent=agent, principal=LOCAL)
+                answered.append(engine.read(anyio.run(ask), agent).reading[0].answered)
+            assert answered == [a.answerability >= threshold for a in asked], threshold
+    assert len({round(a.answerability, 3) for a in asked}) > 10  # a score, not a verdict
