@@ -41,7 +41,7 @@ from citewell.read.training.data import calibration_titles
 from citewell.read.training.decline import Asked
 from citewell.read.verifier import ReaderVerifier
 
-__all__ = ["PER_SET", "calibration_sets", "served_reads"]
+__all__ = ["PER_SET", "calibration_sets", "decline_sets", "served_reads"]
 
 PER_SET = 400
 """Calibration questions read per set: SQuAD 2.0's calibration article has 373."""
@@ -55,16 +55,20 @@ def calibration_sets(traindata: Path, evaldata: Path) -> list[DataSet]:
     """The sets read for the decline rule, each with its calibration articles' questions (the
     answerable and the unanswerable) and all its articles."""
     calibrating = calibration_titles(traindata, evaldata)
+    return [
+        dataclasses.replace(data, cases=[c for c in data.cases if c.article in calibrating])
+        for data in decline_sets(evaldata)
+    ]
+
+
+def decline_sets(evaldata: Path) -> list[DataSet]:
+    """SQuAD 2.0's dev half, SQuAD-es and XQuAD en and es, whole."""
     xquad = load("xquad", evaldata / "xquad")
-    sets = [
+    return [
         load("squad2", evaldata / "squad_v2_dev_half"),
         load("squad2-es", evaldata / "squad_es_v2"),
         dataclasses.replace(xquad.select(language="en"), name="xquad-en"),
         dataclasses.replace(xquad.select(language="es"), name="xquad-es"),
-    ]
-    return [
-        dataclasses.replace(data, cases=[c for c in data.cases if c.article in calibrating])
-        for data in sets
     ]
 
 
