@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-__all__ = ["HOLD_OUT_SALT", "english_titles", "held_out", "salted_hash"]
+__all__ = ["HOLD_OUT_SALT", "article_key", "english_titles", "held_out", "salted_hash"]
 
 HOLD_OUT_SALT = "citewell-answers-holdout"
 
@@ -46,3 +48,10 @@ def english_titles(evaldata: Path) -> dict[str, str]:
                 for qa in paragraph["qas"]:
                     titles[str(qa["id"])] = article["title"]
     return titles
+
+
+def article_key(article: Mapping[str, Any], english: Mapping[str, str], title: str) -> str:
+    """The key a SQuAD-format ``article`` is split by: the English title that one of its
+    question ids has in ``english`` (``english_titles``), else its own ``title``."""
+    ids = (str(qa["id"]) for p in article["paragraphs"] for qa in p["qas"])
+    return next((english[i] for i in ids if i in english), title)

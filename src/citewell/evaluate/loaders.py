@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from citewell.evaluate.holdout import english_titles, held_out
+from citewell.evaluate.holdout import article_key, english_titles, held_out
 
 __all__ = [
     "LOADERS",
@@ -243,8 +243,7 @@ def squad_format(
     data = data if data is not None else DataSet(path.stem)
     for number, article in enumerate(_read_json(path)["data"]):
         title = article.get("title") or article["paragraphs"][0].get("id", str(number))
-        ids = (str(qa["id"]) for p in article["paragraphs"] for qa in p["qas"])
-        original = next((originals[i] for i in ids if i in originals), None) if originals else None
+        key = article_key(article, originals or {}, title)
         filename = f"{prefix}{number:02d}-{_slug(title) or 'article'}.txt"
         contexts = [p["context"] for p in article["paragraphs"]]
         joined = "\n\n".join(contexts)
@@ -268,7 +267,7 @@ def squad_format(
                         answerable=answerable,
                         bucket=bucket,
                         documents=(filename,),
-                        article=original or title,
+                        article=key,
                     )
                 )
             offset += len(context) + 2

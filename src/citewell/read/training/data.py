@@ -36,7 +36,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from citewell.evaluate.holdout import english_titles, held_out, salted_hash
+from citewell.evaluate.holdout import article_key, english_titles, held_out, salted_hash
 from citewell.model import Span
 from citewell.read.training.documents import cuad_groups, mtrag_groups
 from citewell.read.training.group import (
@@ -203,9 +203,7 @@ def _read(path: Path) -> list[dict[str, Any]]:
 def _articles(path: Path, english: dict[str, str]) -> Iterator[tuple[str, dict[str, Any]]]:
     """(split key, article): the English title where a question id knows it, else its own."""
     for number, article in enumerate(_read(path)):
-        ids = (str(qa["id"]) for p in article["paragraphs"] for qa in p["qas"])
-        known = next((english[i] for i in ids if i in english), None)
-        yield known or article.get("title") or str(number), article
+        yield article_key(article, english, article.get("title") or str(number)), article
 
 
 def _squad_article(
