@@ -77,6 +77,16 @@ def test_where_the_judges_disagree_more_is_declined_within_the_same_false_refusa
     assert figures["single refusal"] == round(5 / 15, 4)
 
 
+def test_a_part_word_overlap_answers_never_needs_more_of_the_reader() -> None:
+    # Unanswerable questions worded like their paragraph, answerable ones asked in other words
+    # (SQuAD 2.0's, read as served): a free fit would decline the worded 0.6s at 0.75 and the
+    # unworded 0.1s at 0.2. Kept the right way round, one threshold declines the 0.1s alone.
+    questions = sample(True, [0.9] * 25, [0.6] * 10) + sample(False, [0.3] * 25, [0.1] * 5)
+    rule, figures = fit(questions)
+    assert rule == DeclineRule.single((0.3 + 0.1) / 2)
+    assert figures["refusal"] == round(5 / 15, 4) and figures["false refusal"] == 0.0
+
+
 def test_with_too_few_answerable_questions_on_a_side_a_language_gets_one_threshold() -> None:
     few = MIN_ANSWERABLE - 1
     questions = sample(True, [0.9] * 40, [0.2] * 5) + sample(False, [0.8] * few, [0.5] * 10)
