@@ -17,6 +17,7 @@ from citewell.library import LOCAL, Library
 from citewell.model import Agent
 from citewell.read.cross_encoder import CrossEncoderReader
 from citewell.read.training.data import calibration_titles
+from citewell.read.training.group import article_part
 from citewell.read.verifier import ReaderVerifier
 from citewell.served_reads import calibration_sets, served_reads
 
@@ -31,13 +32,17 @@ def sets(evaldata: Path) -> list[DataSet]:
 def test_the_calibration_questions_are_of_calibration_articles_asked_over_all_of_a_sets(
     sets: list[DataSet], evaldata: Path
 ) -> None:
-    assert [data.name for data in sets] == ["squad2", "squad2-es", "xquad-en", "xquad-es"]
+    names = ["squad2", "squad2-es", "xquad-en", "xquad-es", "clapnq"]
+    assert [data.name for data in sets] == names
     calibrating = calibration_titles(evaldata.parent / "traindata", evaldata)
-    for data in sets:
+    for data in sets[:4]:
         assert data.cases and all(case.article in calibrating for case in data.cases)
+    # ClapNQ's records calibrate by their ids, as in the reader's data: none is held out.
+    assert sets[4].cases and all(article_part(f"id:{c.id}") == "calibration" for c in sets[4].cases)
+    for data in sets:
         asked_over = {f for case in data.cases for f in case.documents}
         assert len(data.documents) > len(asked_over), data.name  # distractors: the other articles
-    for data in sets[:2]:  # SQuAD 2.0 and SQuAD-es: unanswerable questions too
+    for data in (sets[0], sets[1], sets[4]):  # unanswerable questions too
         assert {case.answerable for case in data.cases} == {True, False}
     assert {c.language for d in sets for c in d.cases} == {"en", "es"}
 

@@ -495,8 +495,8 @@ class Agent(_Model):
         "it decides: `declined_by`). None: the decline rule on the reader's card for the "
         "question's language, chosen when it was calibrated to decline the most unanswerable "
         "questions while declining at most 8 % of the answerable ones of articles it never "
-        "trained on (a lower threshold where word overlap would answer the part too). Higher: "
-        "fewer answers, more of them right.",
+        "trained on, read as the engine reads them (a threshold no higher where word overlap "
+        "would answer the part too). Higher: fewer answers, more of them right.",
     )
     declined_by: Literal["auto", "reader", "generator"] = Field(
         default="auto",

@@ -11,12 +11,13 @@ fifteenth session).
 
 So the calibration articles (``read.training.data.calibration_titles``) of the evaluation sets
 that have unanswerable questions on them, and of the same languages' others — SQuAD 2.0's dev
-half, SQuAD-es, XQuAD en and es — are stored here, each set in a bucket of its own with all its
-articles, as a person's bucket holds more than the document that answers; and the engine
-retrieves (``Engine.evidence``) and reads (``Engine.read``) each of their questions. SQuAD 2.0's
-train part is left out: its calibration articles (Beyoncé, IPod) hold no unanswerable question,
-and three times as many answerable ones as the others together, so English's share of false
-refusals would be spent on one article's questions.
+half, SQuAD-es, XQuAD en and es — and ClapNQ's calibration records (people's own questions,
+where SQuAD's were written to a paragraph) are stored here, each set in a bucket of its own with
+all its articles, as a person's bucket holds more than the document that answers; and the
+engine retrieves (``Engine.evidence``) and reads (``Engine.read``) each of their questions.
+SQuAD 2.0's train part is left out: its calibration articles (Beyoncé, IPod) hold no
+unanswerable question, and three times as many answerable ones as the others together, so
+English's share of false refusals would be spent on one article's questions.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from citewell.model import Agent
 from citewell.read import Reader
 from citewell.read.training.data import calibration_titles
 from citewell.read.training.decline import Asked
+from citewell.read.training.group import article_part
 from citewell.read.verifier import ReaderVerifier
 
 __all__ = ["PER_SET", "calibration_sets", "decline_sets", "served_reads"]
@@ -55,20 +57,27 @@ def calibration_sets(traindata: Path, evaldata: Path) -> list[DataSet]:
     """The sets read for the decline rule, each with its calibration articles' questions (the
     answerable and the unanswerable) and all its articles."""
     calibrating = calibration_titles(traindata, evaldata)
+
+    def calibrates(case: Case) -> bool:
+        if case.article:
+            return case.article in calibrating
+        return article_part(f"id:{case.id}") == "calibration"  # a record, as the reader's data
+
     return [
-        dataclasses.replace(data, cases=[c for c in data.cases if c.article in calibrating])
+        dataclasses.replace(data, cases=[c for c in data.cases if calibrates(c)])
         for data in decline_sets(evaldata)
     ]
 
 
 def decline_sets(evaldata: Path) -> list[DataSet]:
-    """SQuAD 2.0's dev half, SQuAD-es and XQuAD en and es, whole."""
+    """SQuAD 2.0's dev half, SQuAD-es, XQuAD en and es, and ClapNQ, whole."""
     xquad = load("xquad", evaldata / "xquad")
     return [
         load("squad2", evaldata / "squad_v2_dev_half"),
         load("squad2-es", evaldata / "squad_es_v2"),
         dataclasses.replace(xquad.select(language="en"), name="xquad-en"),
         dataclasses.replace(xquad.select(language="es"), name="xquad-es"),
+        load("clapnq", evaldata / "clapnq"),
     ]
 
 
