@@ -382,9 +382,7 @@ def test_a_calibrated_run_ships_with_its_blends_decline_rule_and_sentence_choice
     few = [data.select(limit=12) for data in calibration_sets(traindata, evaldata)]
     settings = Settings(data_dir=tmp_path / "unused", retrieve=RetrieveSettings(threads=1))
     served = partial(served_reads, settings, few, per_set=12, report=lambda line: None)
-    result = calibrate(
-        run, traindata, evaldata, TINY, word_pick, lambda line: None, 4, served=served
-    )
+    result = calibrate(run, traindata, evaldata, TINY, word_pick, served, lambda line: None, 4)
     assert set(result["blends"]) == {"answers", "supports", "answerable"}  # type: ignore[arg-type]
     declines: dict[str, dict[str, float]] = result["decline"]  # type: ignore[assignment]
     assert all(0.0 < t < 1.0 for rule in declines.values() for t in rule.values())

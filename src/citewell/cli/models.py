@@ -255,13 +255,7 @@ def _calibrate(run: Path, traindata: Path, config: TrainConfig, *, ship: bool) -
     settings = settings_from(None)
     with reported():
         calibration = calibrate(
-            run,
-            traindata,
-            settings.evaldata_dir,
-            config,
-            word_pick,
-            click.echo,
-            served=_served(traindata),
+            run, traindata, settings.evaldata_dir, config, word_pick, _served(traindata), click.echo
         )
     click.echo(f"calibrated: {json.dumps(calibration)}")
     if ship:

@@ -12,13 +12,13 @@ runs, not torch's, so they calibrate what ships.
   and of whether a question is answerable on the best of each signal over its candidates
   (``answerable``).
 - The decline rule (``decline.fit_decline_rules``): per language, the answerability below which
-  a part is declined, lower where word overlap would answer it too; the rule that declines the
-  most unanswerable questions while declining at most 8 % of the answerable ones. It is the
-  card's, so every agent without a threshold of its own declines by it, and it is chosen again
-  with every delta (``citewell reader calibrate`` chooses it again for the shipped one). Where
-  the calibration articles' questions are read as the engine serves them (``served``: English
-  and Spanish, ``citewell.served_reads``), it is fitted on those, and on the groups elsewhere
-  (Chinese has no unanswerable question on them).
+  a part is declined, never higher where word overlap would answer it too; the rule that
+  declines the most unanswerable questions while declining at most 8 % of the answerable ones.
+  It is the card's, so every agent without a threshold of its own declines by it, and it is
+  chosen again with every delta (``citewell reader calibrate`` chooses it again for the shipped
+  one). Where the calibration articles' questions are read as the engine serves them
+  (``served``: English and Spanish, ``citewell.served_reads``), it is fitted on those, and on
+  the groups elsewhere (Chinese has no unanswerable question on them).
 - The sentence choice (``choice.fit_choices``): per language, between word overlap's pick and
   the reader's likeliest, on the questions the threshold lets through.
 - The support threshold (``support.fit_support_thresholds``): per language, the least support
@@ -65,9 +65,9 @@ def calibrate(
     evaldata: Path,
     config: TrainConfig,
     word_pick: WordPick,
+    served: ServedReads,
     report: Callable[[str], None] = print,
     groups_per_set: int = GROUPS_PER_SET,
-    served: ServedReads | None = None,
 ) -> dict[str, object]:
     """Fit the blends, the decline rule, the sentence choice and the support threshold for
     ``run/reader.npz`` on up to ``groups_per_set`` calibration groups of each (task, set), and
@@ -95,10 +95,8 @@ def calibrate(
             for i, a in zip(asked, answerability, strict=True)
         ]
     )
-    served_figures: dict[str, dict[str, float]] = {}
-    if served is not None:
-        served_rules, served_figures = _served_declines(_run_reader(run, config, blends), served)
-        declines |= served_rules
+    served_rules, served_figures = _served_declines(_run_reader(run, config, blends), served)
+    declines |= served_rules
     through = {
         i: (for_language(declines, groups[i].language) or DeclineRule()).answers(
             float(a), worded=words[i].sure
