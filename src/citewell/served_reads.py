@@ -112,7 +112,8 @@ def served_reads(
 
 
 def _asked(engine: Engine, case: Case) -> Asked | None:
-    """The question as the decline rule decides on it; None if it asks more than one thing.
+    """The question as the decline rule decides on it; None if it asks more than one thing, or
+    search finds nothing to read.
 
     The engine reads a part's two best distinct statements first, and all its candidates only
     where those leave it unanswered: a rule answers the part where either reading reaches its
@@ -123,9 +124,9 @@ def _asked(engine: Engine, case: Case) -> Asked | None:
     ask = partial(engine.evidence, Question(case.question), agent=agent, principal=LOCAL)
     evidence = anyio.run(ask)
     first = engine.read(evidence, agent).reading
-    whole = engine.read(evidence, agent.model_copy(update={"answerable_threshold": READ_ON}))
     if len(first) != 1:
         return None
+    whole = engine.read(evidence, agent.model_copy(update={"answerable_threshold": READ_ON}))
     worded = ExtractiveGenerator().word_choice(evidence, first[0].text).sure
     return Asked(
         evidence.language or case.language,
