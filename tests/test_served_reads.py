@@ -19,7 +19,7 @@ from citewell.read.cross_encoder import CrossEncoderReader
 from citewell.read.training.data import calibration_titles
 from citewell.read.training.group import article_part
 from citewell.read.verifier import ReaderVerifier
-from citewell.served_reads import calibration_sets, served_reads
+from citewell.served_reads import ServedStore, calibration_sets
 
 pytestmark = pytest.mark.slow
 
@@ -32,19 +32,19 @@ def sets(evaldata: Path) -> list[DataSet]:
 def test_the_calibration_questions_are_of_calibration_articles_asked_over_all_of_a_sets(
     sets: list[DataSet], evaldata: Path
 ) -> None:
-    names = ["squad2", "squad2-es", "xquad-en", "xquad-es", "clapnq"]
+    names = ["squad2", "squad2-es", "xquad-en", "xquad-es", "xquad-zh", "clapnq"]
     assert [data.name for data in sets] == names
     calibrating = calibration_titles(evaldata.parent / "traindata", evaldata)
-    for data in sets[:4]:
+    for data in sets[:5]:
         assert data.cases and all(case.article in calibrating for case in data.cases)
     # ClapNQ's records calibrate by their ids, as in the reader's data: none is held out.
-    assert sets[4].cases and all(article_part(f"id:{c.id}") == "calibration" for c in sets[4].cases)
+    assert sets[5].cases and all(article_part(f"id:{c.id}") == "calibration" for c in sets[5].cases)
     for data in sets:
         asked_over = {f for case in data.cases for f in case.documents}
         assert len(data.documents) > len(asked_over), data.name  # distractors: the other articles
-    for data in (sets[0], sets[1], sets[4]):  # unanswerable questions too
+    for data in (sets[0], sets[1], sets[5]):  # unanswerable questions too
         assert {case.answerable for case in data.cases} == {True, False}
-    assert {c.language for d in sets for c in d.cases} == {"en", "es"}
+    assert {c.language for d in sets for c in d.cases} == {"en", "es", "zh"}
 
 
 def test_a_served_answerability_decides_as_the_engine_does_under_any_threshold(
@@ -57,7 +57,9 @@ def test_a_served_answerability_decides_as_the_engine_does_under_any_threshold(
         read=ReadSettings(reader="citewell-reader", threads=1),
     )
     reader = CrossEncoderReader(1, settings.model_cache_dir)
-    asked = served_reads(settings, few, reader, per_set=10, report=lambda line: None)
+    with ServedStore(settings, few, per_set=10, report=lambda line: None) as store:
+        asked = store.asked(reader)
+        picks = store.picks(reader)
     assert [a.language for a in asked] == ["en"] * 10 + ["es"] * 10  # none asks two things
     assert [a.answerable for a in asked] == [c.answerable for d in few for c in d.cases]
     # The same articles in a store of the test's own, each question answered by the engine.
@@ -78,3 +80,14 @@ def test_a_served_answerability_decides_as_the_engine_does_under_any_threshold(
                 answered.append(engine.read(anyio.run(ask), agent).reading[0].answered)
             assert answered == [a.answerability >= threshold for a in asked], threshold
     assert len({round(a.answerability, 3) for a in asked}) > 10  # a score, not a verdict
+    # The sentence choice is fitted on the answerable questions the reader's own rule answers,
+    # where a gold sentence is among the evidence: both judges' picks, and which are right.
+    let_through = [
+        a
+        for a in asked
+        if a.answerable
+        and reader.decline_rule(a.language).answers(a.answerability, worded=a.worded)
+    ]
+    assert 0 < len(picks) <= len(let_through)
+    assert all(p.gold and p.language in ("en", "es") for p in picks)
+    assert sum(p.read[0] in p.gold for p in picks) > len(picks) / 2  # the reader mostly right

@@ -1,23 +1,25 @@
-"""The reader's calibration questions read as the engine serves them, to fit its decline rule on.
+"""The reader's calibration questions read as the engine serves them, to fit its decline rule
+and its sentence choice on.
 
-A rule fitted on the calibration part's groups (each question against its own paragraph's
-sentences) is fitted on what the engine never reads. The engine reads the passages search
+Rules fitted on the calibration part's groups (each question against its own paragraph's
+sentences) are fitted on what the engine never reads. The engine reads the passages search
 retrieves for a question, word overlap's five best sentences among them, two first
 (``citewell.rerank``), and answerable questions score higher read that way: fitted on groups to
 decline 38.8 % of English unanswerable calibration questions, run 12's rule declined none of SQuAD
 2.0's held-out ones end to end; fitted on the calibration articles read this way, the shipped
-reader's declined 0.261 of them, against 0.090, at a false refusal of 0.024 (docs/benchmarks.md,
-fifteenth session).
+reader's declined 0.271 of the held-out English ones as served, against 0.147 (docs/benchmarks.md,
+fifteenth and sixteenth sessions). And a sentence choice fitted on groups put the reader's
+likeliest first in English for runs 9, 11 and 12 and for run 3 fitted again, and lost XQuAD's
+held-out answers each time, where the choice fitted as served keeps word overlap's pick first.
 
-So the calibration articles (``read.training.data.calibration_titles``) of the evaluation sets
-that have unanswerable questions on them, and of the same languages' others — SQuAD 2.0's dev
-half, SQuAD-es, XQuAD en and es — and ClapNQ's calibration records (people's own questions,
-where SQuAD's were written to a paragraph) are stored here, each set in a bucket of its own with
-all its articles, as a person's bucket holds more than the document that answers; and the
-engine retrieves (``Engine.evidence``) and reads (``Engine.read``) each of their questions.
-SQuAD 2.0's train part is left out: its calibration articles (Beyoncé, IPod) hold no
-unanswerable question, and three times as many answerable ones as the others together, so
-English's share of false refusals would be spent on one article's questions.
+So the calibration articles (``read.training.data.calibration_titles``) of SQuAD 2.0's dev half,
+SQuAD-es and XQuAD en, es and zh, and ClapNQ's calibration records (people's own questions, where
+SQuAD's were written to a paragraph), are stored here, each set in a bucket of its own with all
+its articles, as a person's bucket holds more than the document that answers; and the engine
+retrieves (``Engine.evidence``) and reads (``Engine.read``) each of their questions. SQuAD 2.0's
+train part is left out: its calibration articles (Beyoncé, IPod) hold no unanswerable question,
+and three times as many answerable ones as the others together, so English's share of false
+refusals would be spent on one article's questions.
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ from __future__ import annotations
 import dataclasses
 import tempfile
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
 
@@ -36,14 +40,17 @@ from citewell.evaluate.loaders import Case, DataSet, load
 from citewell.events import Question
 from citewell.generate.extractive import ExtractiveGenerator
 from citewell.library import LOCAL, Library
-from citewell.model import Agent
+from citewell.model import Agent, Evidence, Span
 from citewell.read import Reader
+from citewell.read.training.choice import Pick
 from citewell.read.training.data import calibration_titles
 from citewell.read.training.decline import Asked
 from citewell.read.training.group import article_part
 from citewell.read.verifier import ReaderVerifier
 
-__all__ = ["PER_SET", "calibration_sets", "decline_sets", "served_reads"]
+__all__ = ["PER_SET", "ServedStore", "calibration_sets", "served_sets"]
+
+T = TypeVar("T")
 
 PER_SET = 400
 """Calibration questions read per set: SQuAD 2.0's calibration article has 373."""
@@ -54,8 +61,8 @@ READ_ON = 1.0
 
 
 def calibration_sets(traindata: Path, evaldata: Path) -> list[DataSet]:
-    """The sets read for the decline rule, each with its calibration articles' questions (the
-    answerable and the unanswerable) and all its articles."""
+    """The sets read for the decline rule and the sentence choice, each with its calibration
+    articles' questions (the answerable and the unanswerable) and all its articles."""
     calibrating = calibration_titles(traindata, evaldata)
 
     def calibrates(case: Case) -> bool:
@@ -65,50 +72,86 @@ def calibration_sets(traindata: Path, evaldata: Path) -> list[DataSet]:
 
     return [
         dataclasses.replace(data, cases=[c for c in data.cases if calibrates(c)])
-        for data in decline_sets(evaldata)
+        for data in served_sets(evaldata)
     ]
 
 
-def decline_sets(evaldata: Path) -> list[DataSet]:
-    """SQuAD 2.0's dev half, SQuAD-es, XQuAD en and es, and ClapNQ, whole."""
+def served_sets(evaldata: Path) -> list[DataSet]:
+    """SQuAD 2.0's dev half, SQuAD-es, XQuAD en, es and zh, and ClapNQ, whole."""
     xquad = load("xquad", evaldata / "xquad")
     return [
         load("squad2", evaldata / "squad_v2_dev_half"),
         load("squad2-es", evaldata / "squad_es_v2"),
-        dataclasses.replace(xquad.select(language="en"), name="xquad-en"),
-        dataclasses.replace(xquad.select(language="es"), name="xquad-es"),
+        *(
+            dataclasses.replace(xquad.select(language=language), name=f"xquad-{language}")
+            for language in ("en", "es", "zh")
+        ),
         load("clapnq", evaldata / "clapnq"),
     ]
 
 
-def served_reads(
-    settings: Settings,
-    sets: Sequence[DataSet],
-    reader: Reader,
-    *,
-    per_set: int = PER_SET,
-    report: Callable[[str], None] = print,
-) -> list[Asked]:
-    """The first ``per_set`` questions of each set that ask one thing, as the engine with
-    ``reader`` reads them over a store of the sets' articles (in a folder of its own, with
-    ``settings``' embedder and models)."""
-    with tempfile.TemporaryDirectory() as folder:
-        stored = settings.model_copy(update={"data_dir": Path(folder)})
-        with Library.open(stored) as library:
-            for data in sets:
-                for document in data.documents.values():
-                    library.create_bucket(document.bucket)
-                    library.ingest(
-                        document.text.encode(), filename=document.filename, bucket=document.bucket
-                    )
-                report(f"  {data.name}: {len(data.documents)} articles stored")
-            engine = Engine(library, {}, ReaderVerifier(reader), reader=reader)
-            asked = []
-            for data in sets:
-                read = [_asked(engine, case) for case in data.cases[:per_set]]
-                asked += [one for one in read if one is not None]
-                report(f"  {data.name}: {len(read)} questions read")
-            return asked
+class ServedStore:
+    """The sets' articles in a store of their own (a temporary folder, with ``settings``'
+    embedder and models), their first ``per_set`` questions each read as the engine with a
+    given reader serves them."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        sets: Sequence[DataSet],
+        *,
+        per_set: int = PER_SET,
+        report: Callable[[str], None] = print,
+    ) -> None:
+        self._settings = settings
+        self._sets = sets
+        self._per_set = per_set
+        self._report = report
+        self._opened = ExitStack()
+
+    def __enter__(self) -> ServedStore:
+        folder = Path(self._opened.enter_context(tempfile.TemporaryDirectory()))
+        stored = self._settings.model_copy(update={"data_dir": folder})
+        self._library = self._opened.enter_context(Library.open(stored))
+        for data in self._sets:
+            for document in data.documents.values():
+                self._library.create_bucket(document.bucket)
+                self._library.ingest(
+                    document.text.encode(), filename=document.filename, bucket=document.bucket
+                )
+            self._report(f"  {data.name}: {len(data.documents)} articles stored")
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._opened.close()
+
+    def asked(self, reader: Reader) -> list[Asked]:
+        """Each question that asks one thing, as the decline rule decides on it."""
+        return self._each("for the decline rule", reader, _asked)
+
+    def picks(self, reader: Reader) -> list[Pick]:
+        """Each answerable question that asks one thing and that ``reader``'s own decline rule
+        answers, with a gold sentence among its evidence: what word overlap and the reader pick
+        to answer it with."""
+        return self._each("for the sentence choice", reader, _pick)
+
+    def _each(
+        self, purpose: str, reader: Reader, read: Callable[[Engine, Case], T | None]
+    ) -> list[T]:
+        engine = Engine(self._library, {}, ReaderVerifier(reader), reader=reader)
+        found: list[T] = []
+        for data in self._sets:
+            cases = data.cases[: self._per_set]
+            found += [one for one in (read(engine, case) for case in cases) if one is not None]
+            self._report(f"  {data.name}: {len(cases)} questions read {purpose}")
+        return found
+
+
+def _evidence(engine: Engine, case: Case, agent: Agent) -> Evidence:
+    """The question's evidence as the engine retrieves it for the agent."""
+    return anyio.run(
+        partial(engine.evidence, Question(case.question), agent=agent, principal=LOCAL)
+    )
 
 
 def _asked(engine: Engine, case: Case) -> Asked | None:
@@ -121,8 +164,7 @@ def _asked(engine: Engine, case: Case) -> Asked | None:
     each under a threshold that makes it the one that counts, so that the rule is fitted without
     knowing itself."""
     agent = Agent(bucket_ids=(case.bucket,), answerable_threshold=FIRST_ONLY)
-    ask = partial(engine.evidence, Question(case.question), agent=agent, principal=LOCAL)
-    evidence = anyio.run(ask)
+    evidence = _evidence(engine, case, agent)
     first = engine.read(evidence, agent).reading
     if len(first) != 1:
         return None
@@ -134,3 +176,28 @@ def _asked(engine: Engine, case: Case) -> Asked | None:
         max(first[0].answerable, whole.reading[0].answerable),
         worded,
     )
+
+
+def _pick(engine: Engine, case: Case) -> Pick | None:
+    """What word overlap and the reader answer the question with, read by the reader's own
+    rule as the engine reads it; None where it is unanswerable, asks more than one thing, is
+    declined, or no evidence sentence holds its gold answer."""
+    if not case.answerable:
+        return None
+    agent = Agent(bucket_ids=(case.bucket,))
+    read = engine.read(_evidence(engine, case, agent), agent)
+    if len(read.reading) != 1 or not read.reading[0].answered:
+        return None
+    gold = frozenset(
+        index
+        for index, sentence in enumerate(read.sentences)
+        for e in case.evidence
+        if e.filename == read.passages[sentence.passage_index].source.filename
+        and sentence.span.overlaps(Span(start=e.start, end=e.end))
+    )
+    if not gold:
+        return None
+    part = read.reading[0]
+    number, score = part.answers[0]
+    word = ExtractiveGenerator().word_choice(read, part.text)
+    return Pick(read.language or case.language, word, (number - 1, score), gold)

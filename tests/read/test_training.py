@@ -7,7 +7,6 @@ import dataclasses
 import json
 import random
 from collections import Counter
-from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +45,7 @@ from citewell.read.training.made import altered_claims, restated_claim, unanswer
 from citewell.read.training.metrics import roc_auc, top1
 from citewell.read.training.net import ReaderNet
 from citewell.rerank import question_parts
-from citewell.served_reads import calibration_sets, served_reads
+from citewell.served_reads import ServedStore, calibration_sets
 
 pytestmark = pytest.mark.slow
 
@@ -381,8 +380,8 @@ def test_a_calibrated_run_ships_with_its_blends_decline_rule_and_sentence_choice
     # The decline rule where questions are read as the engine serves them: a few of each set.
     few = [data.select(limit=12) for data in calibration_sets(traindata, evaldata)]
     settings = Settings(data_dir=tmp_path / "unused", retrieve=RetrieveSettings(threads=1))
-    served = partial(served_reads, settings, few, per_set=12, report=lambda line: None)
-    result = calibrate(run, traindata, evaldata, TINY, word_pick, served, lambda line: None, 4)
+    with ServedStore(settings, few, per_set=12, report=lambda line: None) as served:
+        result = calibrate(run, traindata, evaldata, TINY, word_pick, served, lambda line: None, 4)
     assert set(result["blends"]) == {"answers", "supports", "answerable"}  # type: ignore[arg-type]
     declines: dict[str, dict[str, float]] = result["decline"]  # type: ignore[assignment]
     assert all(0.0 < t < 1.0 for rule in declines.values() for t in rule.values())
@@ -429,8 +428,8 @@ def test_the_shipped_readers_decline_rule_is_chosen_again_alone_on_questions_rea
     traindata = evaldata.parent / "traindata"
     few = [data.select(limit=12) for data in calibration_sets(traindata, evaldata)]
     settings = Settings(data_dir=tmp_path / "unused", retrieve=RetrieveSettings(threads=1))
-    served = partial(served_reads, settings, few, per_set=12, report=lambda line: None)
-    result = calibrate_decline(run, TrainConfig(threads=1), served)
+    with ServedStore(settings, few, per_set=12, report=lambda line: None) as served:
+        result = calibrate_decline(run, TrainConfig(threads=1), served)
     served_figures: dict[str, dict[str, float]] = result["served_decline_figures"]  # type: ignore[assignment]
     assert set(served_figures) == {"en", "es", "*"}
     declines: dict[str, dict[str, float]] = result["decline"]  # type: ignore[assignment]

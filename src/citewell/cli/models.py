@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,7 +13,7 @@ from citewell.cli.common import main, reported, settings_from
 from citewell.read.training.config import TrainConfig
 
 if TYPE_CHECKING:
-    from citewell.read.training.calibrate import ServedReads
+    from citewell.served_reads import ServedStore
 
 
 @main.group()
@@ -190,7 +189,8 @@ def calibrate_reader(
     with reported():
         unpack_card(_package() / "reader.json", out)
         if decline_only:
-            calibration = calibrate_decline(out, config, _served(traindata))
+            with _served(traindata) as served:
+                calibration = calibrate_decline(out, config, served)
             click.echo(f"calibrated: {json.dumps(calibration)}")
             if ship:
                 _ship(out)
@@ -253,22 +253,22 @@ def _calibrate(run: Path, traindata: Path, config: TrainConfig, *, ship: bool) -
     from citewell.read.training.calibrate import calibrate
 
     settings = settings_from(None)
-    with reported():
+    with reported(), _served(traindata) as served:
         calibration = calibrate(
-            run, traindata, settings.evaldata_dir, config, word_pick, _served(traindata), click.echo
+            run, traindata, settings.evaldata_dir, config, word_pick, served, click.echo
         )
     click.echo(f"calibrated: {json.dumps(calibration)}")
     if ship:
         _ship(run)
 
 
-def _served(traindata: Path) -> ServedReads:
-    """The calibration questions read as the engine serves them, in a store of their own."""
-    from citewell.served_reads import calibration_sets, served_reads
+def _served(traindata: Path) -> ServedStore:
+    """The calibration questions, to read as the engine serves them, in a store of their own."""
+    from citewell.served_reads import ServedStore, calibration_sets
 
     settings = settings_from(None)
     sets = calibration_sets(traindata, settings.evaldata_dir)
-    return partial(served_reads, settings, sets, report=click.echo)
+    return ServedStore(settings, sets, report=click.echo)
 
 
 def _ship(run: Path) -> None:

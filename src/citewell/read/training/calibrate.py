@@ -20,7 +20,8 @@ runs, not torch's, so they calibrate what ships.
   (``served``: English and Spanish, ``citewell.served_reads``), it is fitted on those, and on
   the groups elsewhere (Chinese has no unanswerable question on them).
 - The sentence choice (``choice.fit_choices``): per language, between word overlap's pick and
-  the reader's likeliest, on the questions the threshold lets through.
+  the reader's likeliest, on the calibration articles' answerable questions read as the engine
+  serves them that the reader's decline rule lets through.
 - The support threshold (``support.fit_support_thresholds``): per language, the least support
   score at which a citation is kept, where supported and unsupported claims are best told
   apart — on the verifier's scores, a claim with a number its span lacks at 0
@@ -34,15 +35,16 @@ import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
 from citewell.model import DeclineRule
 from citewell.read.base import Reader
 from citewell.read.blend import SIGNALS, Blend, Judgement, Signals, best_signals
-from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard, for_language
+from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard
 from citewell.read.pairs import PairLimits
-from citewell.read.training.choice import WordPick, fit_choices, picks, word_picks
+from citewell.read.training.choice import Pick, WordPick, fit_choices, word_picks
 from citewell.read.training.config import TrainConfig
 from citewell.read.training.data import Group, calibration_groups, per_set
 from citewell.read.training.decline import Asked, fit_decline_rules
@@ -50,13 +52,23 @@ from citewell.read.training.metrics import roc_auc, top1
 from citewell.read.training.support import fit_support_thresholds
 from citewell.read.verifier import states_another_number
 
-__all__ = ["ServedReads", "calibrate", "calibrate_decline", "fit_blend"]
+__all__ = ["Served", "calibrate", "calibrate_decline", "fit_blend"]
 
 GROUPS_PER_SET = 200
 """Calibration groups read per (task, set): enough for four weights, in minutes."""
 
-ServedReads = Callable[[Reader], Sequence[Asked]]
-"""The calibration questions as the engine reads them with a reader (``citewell.served_reads``)."""
+
+class Served(Protocol):
+    """The calibration questions as the engine serves them with a reader
+    (``citewell.served_reads.ServedStore``)."""
+
+    def asked(self, reader: Reader) -> Sequence[Asked]:
+        """Each question as the decline rule decides on it."""
+        ...
+
+    def picks(self, reader: Reader) -> Sequence[Pick]:
+        """Each answerable question the reader's own rule answers, as each judge picks."""
+        ...
 
 
 def calibrate(
@@ -65,7 +77,7 @@ def calibrate(
     evaldata: Path,
     config: TrainConfig,
     word_pick: WordPick,
-    served: ServedReads,
+    served: Served,
     report: Callable[[str], None] = print,
     groups_per_set: int = GROUPS_PER_SET,
 ) -> dict[str, object]:
@@ -97,15 +109,8 @@ def calibrate(
     )
     served_rules, served_figures = _served_declines(_run_reader(run, config, blends), served)
     declines |= served_rules
-    through = {
-        i: (for_language(declines, groups[i].language) or DeclineRule()).answers(
-            float(a), worded=words[i].sure
-        )
-        for i, a in zip(asked, answerability, strict=True)
-    }
-    answered = [through.get(i, False) for i in range(len(groups))]
+    choices, choice_figures = fit_choices(served.picks(_run_reader(run, config, blends, declines)))
     scores = [blends[g.task].scores(s) for g, s in zip(groups, signals, strict=True)]
-    choices, choice_figures = fit_choices(picks(groups, scores, answered, words))
     claims = [i for i, g in enumerate(groups) if g.task == "supports"]
     supports, support_figures = fit_support_thresholds(
         [
@@ -134,7 +139,7 @@ def calibrate(
     return result
 
 
-def calibrate_decline(run: Path, config: TrainConfig, served: ServedReads) -> dict[str, object]:
+def calibrate_decline(run: Path, config: TrainConfig, served: Served) -> dict[str, object]:
     """Choose again only the decline rule of a calibrated run, of each language ``served``
     reads questions of, its blends, sentence choice and support threshold kept; rewrites
     ``run/calibration.json`` and returns its data. For a reader whose other fits were made on
@@ -152,10 +157,14 @@ def calibrate_decline(run: Path, config: TrainConfig, served: ServedReads) -> di
 
 
 def _run_reader(
-    run: Path, config: TrainConfig, blends: dict[Judgement, Blend]
+    run: Path,
+    config: TrainConfig,
+    blends: dict[Judgement, Blend],
+    declines: dict[str, DeclineRule] | None = None,
 ) -> CrossEncoderReader:
-    """The run's reader with these blends (none: the network's logit alone), built in the
-    run's own model cache, so that building it never replaces the shipped reader's build."""
+    """The run's reader with these blends (none: the network's logit alone) and decline rules
+    (none: 0.5), built in the run's own model cache, so that building it never replaces the
+    shipped reader's build."""
     training = json.loads((run / "training.json").read_text())
     card = ReaderCard(
         name="citewell-reader",
@@ -165,7 +174,7 @@ def _run_reader(
         layers=config.layers,
         limits=PairLimits(**training["config"]["limits"]),
         blends=blends,
-        declines={},
+        declines=declines or {},
         choices={},
         supports={},
         fields={},
@@ -174,11 +183,11 @@ def _run_reader(
 
 
 def _served_declines(
-    reader: Reader, served: ServedReads
+    reader: Reader, served: Served
 ) -> tuple[dict[str, DeclineRule], dict[str, dict[str, float]]]:
     """The decline rule, and its figures, of each language whose questions ``served`` reads
     with ``reader`` hold both answerable and unanswerable ones (and ``"*"``, of them all)."""
-    reads = served(reader)
+    reads = served.asked(reader)
     rules, figures = fit_decline_rules(reads)
     mixed = {
         language

@@ -4,7 +4,10 @@ Two judges pick a sentence: word overlap (the extractive generator's own choice)
 (its likeliest). On held-out articles neither is always the better one, and which one is depends
 on the language and on the reader, so the rule between them (``model.SentenceChoice``: the
 reader's likeliest instead, or as well) is fitted per language on the calibration part, with the
-reader's blend and threshold, and kept in its card.
+reader's blend and threshold, and kept in its card: on the calibration articles' questions as
+the engine serves them (``citewell.served_reads``), since fitted on each question against its
+own paragraph's sentences, it put the reader's likeliest first in English for runs 9, 11 and 12
+and lost XQuAD's held-out answers each time (docs/benchmarks.md).
 
 The choice only picks: whether a part is answered at all is the decline rule's to say, fitted at
 a stated false refusal (``decline``), and a choice that also declined would refuse answerable
@@ -32,12 +35,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-import numpy as np
-
 from citewell.model import SentenceChoice, WordAnswer
 from citewell.read.training.data import Group
 
-__all__ = ["Pick", "WordPick", "by_chance", "fit_choices", "picks", "word_picks"]
+__all__ = ["Pick", "WordPick", "by_chance", "fit_choices", "word_picks"]
 
 THRESHOLDS = (*(round(0.05 * i, 2) for i in range(20)), 1.01)
 """The grid each of a choice's two thresholds is fitted on (0: always; 1.01: never)."""
@@ -86,30 +87,6 @@ def word_picks(groups: Sequence[Group], word_pick: WordPick) -> list[WordAnswer]
         else WordAnswer()
         for g in groups
     ]
-
-
-def picks(
-    groups: Sequence[Group],
-    scores: Sequence[np.ndarray],
-    answered: Sequence[bool],
-    words: Sequence[WordAnswer],
-) -> list[Pick]:
-    """Both judges' picks for each answerable ``answers`` group the reader answers
-    (``answered``), word overlap's answer to each being ``words`` (``word_picks``)."""
-    found = []
-    for group, score, through, word in zip(groups, scores, answered, words, strict=True):
-        if group.task != "answers" or not through or not any(group.labels):
-            continue
-        best = int(np.argmax(score))
-        found.append(
-            Pick(
-                language=group.language,
-                word=word,
-                read=(best, float(score[best])),
-                gold=frozenset(i for i, label in enumerate(group.labels) if label),
-            )
-        )
-    return found
 
 
 def fit_choices(found: Sequence[Pick]) -> tuple[dict[str, SentenceChoice], dict[str, object]]:
