@@ -3,13 +3,9 @@ language picks that language's sentences."""
 
 from __future__ import annotations
 
-import dataclasses
-
-import numpy as np
-
 from citewell.generate.extractive import word_pick
 from citewell.model import SentenceChoice, WordAnswer
-from citewell.read.training.choice import Pick, by_chance, fit_choices, picks, word_picks
+from citewell.read.training.choice import Pick, by_chance, fit_choices, word_picks
 from citewell.read.training.data import Group
 
 WORD_FIRST = SentenceChoice()
@@ -104,7 +100,7 @@ def test_among_equally_good_choices_the_one_closest_to_word_overlap_is_kept() ->
     assert set(choices) == {"en", "*"}
 
 
-def test_picks_are_made_as_the_engine_makes_them_for_the_answerable_groups_let_through() -> None:
+def test_word_overlap_answers_a_question_group_as_the_engine_would_and_no_claim() -> None:
     group = Group(
         task="answers",
         dataset="xquad-en",
@@ -115,14 +111,5 @@ def test_picks_are_made_as_the_engine_makes_them_for_the_answerable_groups_let_t
         contexts=["Shop", "Shop"],
     )
     claim = Group("supports", "snli", "en", "A shop.", ["The shop opens at 9:00."], [1])
-    scores = [np.array([0.6, 0.3]), np.array([0.9])]
-    words = word_picks([group, claim], word_pick)
     # Word overlap answers with the opening time, a time for "when"; a claim it does not answer.
-    assert words == [WordAnswer((1,), typed=True), WordAnswer()]
-    assert picks([group, claim], scores, [True, True], words) == [
-        Pick("en", word=WordAnswer((1,), typed=True), read=(0, 0.6), gold=frozenset({1}))
-    ]
-    assert picks([group, claim], scores, [False, True], words) == []
-    # Whether an unanswerable one is declined is the decline rule's to say, not the choice's.
-    unanswerable = dataclasses.replace(group, labels=[0, 0], answerable=False)
-    assert picks([unanswerable], scores[:1], [True], words[:1]) == []
+    assert word_picks([group, claim], word_pick) == [WordAnswer((1,), typed=True), WordAnswer()]
