@@ -38,8 +38,8 @@ from citewell.evaluate.loaders import load
 from citewell.evaluate.metrics import claims
 from citewell.generate.extractive import ExtractiveGenerator
 from citewell.generate.grammar import citation_grammar
-from citewell.generate.local import LocalModel, chat_messages
-from citewell.generate.prompt import by_passage
+from citewell.generate.local import LocalModel
+from citewell.generate.prompt import by_passage, chat_prompt
 from citewell.model import Agent, Chunk, Evidence, Passage, ScoreBreakdown, Source, Span
 from common import evaldata_dir, machine, mean, percentile, reproduce_line, table
 
@@ -107,7 +107,8 @@ async def timed(model: LocalModel, evidence: Evidence) -> tuple[float, float, in
     started = time.perf_counter()
     first = None
     tokens = 0
-    async for _ in model.complete(chat_messages(evidence), citation_grammar(numbers), MAX_TOKENS):
+    messages = chat_prompt(evidence).messages()
+    async for _ in model.complete(messages, citation_grammar(numbers), MAX_TOKENS):
         tokens += 1
         if first is None:
             first = time.perf_counter()
