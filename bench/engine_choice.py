@@ -21,16 +21,15 @@ answer's sentences that answer. Nothing is fitted on the held-out half.
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 from citewell.model import SentenceChoice
 from citewell.read import Reader
 from citewell.read.training.choice import Pick, fit_choices
+from citewell.served_reads import ServedStore
 from common import mean, reproduce_line, table
-from engine_decline import reader_of, readers_to_compare, served_halves
+from engine_decline import readers_to_compare, served_by_reader
 
 WORD_FIRST = SentenceChoice()
 READER_FIRST = SentenceChoice(reader_first=0.0, both=0.0)
@@ -73,17 +72,10 @@ def main() -> None:
         "card",
     ]
     found: list[list[object]] = []
-    with tempfile.TemporaryDirectory() as folder:
-        readers = {label: reader_of(run, Path(folder), label) for label, run in runs.items()}
-        picks = {
-            (label, half): store.picks(reader)
-            for half, store in served_halves(limit)
-            for label, reader in readers.items()
-        }
-        for label, reader in readers.items():
-            fitted, _ = fit_choices(picks[label, "calibration"])
-            for half in ("calibration", "held-out"):
-                found += [[label, *r] for r in worth_rows(half, picks[label, half], reader, fitted)]
+    for label, reader, picks in served_by_reader(runs, limit, ServedStore.picks):
+        fitted, _ = fit_choices(picks["calibration"])
+        for half, mine in picks.items():
+            found += [[label, *row] for row in worth_rows(half, mine, reader, fitted)]
     print(table(found, header))
     print(f"\n({time.perf_counter() - started:.0f} s)")
     print(reproduce_line())

