@@ -9,10 +9,10 @@ reader's likeliest first in English for runs 9, 11 and 12, which then lost XQuAD
 answers (docs/benchmarks.md, fourteenth session).
 
 This program reads the calibration half and the held-out half of the same sets (SQuAD 2.0,
-SQuAD-es, XQuAD en/es/zh, ClapNQ) the same way, fits the choice on the calibration half by the
-card's own rule (``choice.fit_choices``) and says what word overlap's pick first, the reader's
-likeliest first, the fitted choice and the card's are worth on each half: the share of an
-answer's sentences that answer. Nothing is fitted on the held-out half.
+SQuAD-es, XQuAD en/es/zh, CMRC 2018, DRCD, ClapNQ) the same way, fits the choice on the
+calibration half by the card's own rule (``choice.fit_choices``) and says what word overlap's
+pick first, the reader's likeliest first, the fitted choice and the card's are worth on each
+half: the share of an answer's sentences that answer. Nothing is fitted on the held-out half.
 
     .venv/bin/python bench/engine_choice.py                              # the shipped reader
     .venv/bin/python bench/engine_choice.py --candidate runs/reader12    # a trained run too

@@ -1,16 +1,15 @@
 """The card's decline rule on held-out questions read as the engine serves them.
 
-`citewell reader calibrate` fits a card's decline rule for English and Spanish on the
-calibration articles' questions read as the engine serves them (``citewell.served_reads``: the
-passages search retrieves, word overlap's five best sentences among them, two read first), by
-one aim: the most unanswerable questions declined at a false refusal of at most 8 %. This
-program reads the held-out half of the same sets (SQuAD 2.0, SQuAD-es, XQuAD, ClapNQ) the same
-way, and says what the card's rule declines there, beside the rule the same aim fits on the
-calibration articles for each reader compared (for a freshly calibrated reader, its card's own:
-a check that the card is what calibration fits). Languages with no unanswerable calibration
-question (Chinese) keep the rule fitted on groups and are not shown. Nothing is fitted on the
-held-out half. The served benches' shared parts (the command line, the readers, the two halves
-stored) live here; bench/engine_choice.py uses them.
+`citewell reader calibrate` fits a card's decline rule per language on the calibration articles'
+questions read as the engine serves them (``citewell.served_reads``: the passages search
+retrieves, word overlap's five best sentences among them, two read first), by one aim: the most
+unanswerable questions declined at a false refusal of at most 8 %. This program reads the
+held-out half of the same sets (SQuAD 2.0, SQuAD-es, XQuAD, CMRC 2018, DRCD, ClapNQ, and the Chinese
+questions made unanswerable from them) the same way, and says what the card's rule declines
+there, beside the rule the same aim fits on the calibration articles for each reader compared
+(for a freshly calibrated reader, its card's own: a check that the card is what calibration
+fits). Nothing is fitted on the held-out half. The served benches' shared parts (the command
+line, the readers, the two halves stored) live here; bench/engine_choice.py uses them.
 
     .venv/bin/python bench/engine_decline.py --candidate runs/reader12   # a trained run
     .venv/bin/python bench/engine_decline.py --limit 60                  # 60 a set and half
@@ -19,7 +18,6 @@ stored) live here; bench/engine_choice.py uses them.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -33,7 +31,7 @@ from citewell.read import Reader
 from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard
 from citewell.read.training.card import write_card
 from citewell.read.training.decline import Asked, fit_decline_rules
-from citewell.served_reads import ServedStore, calibration_sets, served_sets
+from citewell.served_reads import ServedStore, calibration_sets, held_out_sets
 from common import evaldata_dir, machine, mean, reproduce_line, table
 
 T = TypeVar("T")
@@ -116,10 +114,7 @@ def served_halves(limit: int) -> Iterator[tuple[str, ServedStore]]:
     evaldata = evaldata_dir()
     halves = {
         "calibration": calibration_sets(evaldata.parent / "traindata", evaldata),
-        "held-out": [
-            dataclasses.replace(data, cases=[c for c in data.cases if c.held_out])
-            for data in served_sets(evaldata)
-        ],
+        "held-out": held_out_sets(evaldata),
     }
     for half, sets in halves.items():
         with ServedStore(SETTINGS, sets, per_set=limit) as store:

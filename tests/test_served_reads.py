@@ -19,7 +19,7 @@ from citewell.read.cross_encoder import CrossEncoderReader
 from citewell.read.training.data import calibration_titles
 from citewell.read.training.group import article_part
 from citewell.read.verifier import ReaderVerifier
-from citewell.served_reads import ServedStore, calibration_sets
+from citewell.served_reads import YEAR, ServedStore, calibration_sets
 
 pytestmark = pytest.mark.slow
 
@@ -32,19 +32,44 @@ def sets(evaldata: Path) -> list[DataSet]:
 def test_the_calibration_questions_are_of_calibration_articles_asked_over_all_of_a_sets(
     sets: list[DataSet], evaldata: Path
 ) -> None:
-    names = ["squad2", "squad2-es", "xquad-en", "xquad-es", "xquad-zh", "clapnq"]
-    assert [data.name for data in sets] == names
+    names = ["squad2", "squad2-es", "xquad-en", "xquad-es", "xquad-zh", "cmrc2018", "drcd"]
+    assert [data.name for data in sets] == [*names, "clapnq", "zh-unanswerable"]
+    *articles, records, made = sets
     calibrating = calibration_titles(evaldata.parent / "traindata", evaldata)
-    for data in sets[:5]:
+    for data in articles:
         assert data.cases and all(case.article in calibrating for case in data.cases)
     # ClapNQ's records calibrate by their ids, as in the reader's data: none is held out.
-    assert sets[5].cases and all(article_part(f"id:{c.id}") == "calibration" for c in sets[5].cases)
-    for data in sets:
+    assert records.cases and all(article_part(f"id:{c.id}") == "calibration" for c in records.cases)
+    for data in (*articles, records):
         asked_over = {f for case in data.cases for f in case.documents}
         assert len(data.documents) > len(asked_over), data.name  # distractors: the other articles
-    for data in (sets[0], sets[1], sets[5]):  # unanswerable questions too
+    for data in (sets[0], sets[1], records):  # unanswerable questions too
         assert {case.answerable for case in data.cases} == {True, False}
     assert {c.language for d in sets for c in d.cases} == {"en", "es", "zh"}
+
+
+def test_chinese_questions_are_made_unanswerable_by_a_year_their_article_never_mentions(
+    sets: list[DataSet],
+) -> None:
+    *stored, made = sets
+    asked = {case.id: (data, case) for data in stored for case in data.cases}
+    assert len(made.cases) >= 30 and not made.documents  # asked over the sets' own buckets
+    for case in made.cases:
+        data, original = asked[case.id.removesuffix("-swapped")]
+        assert original.language == "zh" and original.answerable and not case.answerable
+        assert (case.bucket, case.documents, case.article) == (
+            original.bucket,
+            original.documents,
+            original.article,
+        )
+        # The same question but for one year, which its article never mentions.
+        assert YEAR.split(case.question) == YEAR.split(original.question)
+        years = zip(YEAR.findall(original.question), YEAR.findall(case.question), strict=True)
+        [(_, swapped)] = [(year, other) for year, other in years if other != year]
+        assert swapped not in data.text(original.bucket, original.evidence[0].filename)
+    # "X.25" and "Internet2" keep their numbers: only a year before 年 is swapped.
+    assert YEAR.findall("X.25和2001年") == ["2001"] and not YEAR.findall("Internet2年")
+    assert {case.bucket for case in made.cases} == {"xquad-zh", "cmrc2018", "drcd"}
 
 
 def test_a_served_answerability_decides_as_the_engine_does_under_any_threshold(

@@ -13,18 +13,27 @@ likeliest first in English for runs 9, 11 and 12 and for run 3 fitted again, and
 held-out answers each time, where the choice fitted as served keeps word overlap's pick first.
 
 So the calibration articles (``read.training.data.calibration_titles``) of SQuAD 2.0's dev half,
-SQuAD-es and XQuAD en, es and zh, and ClapNQ's calibration records (people's own questions, where
-SQuAD's were written to a paragraph), are stored here, each set in a bucket of its own with all
-its articles, as a person's bucket holds more than the document that answers; and the engine
-retrieves (``Engine.evidence``) and reads (``Engine.read``) each of their questions. SQuAD 2.0's
-train part is left out: its calibration articles (Beyoncé, IPod) hold no unanswerable question,
-and three times as many answerable ones as the others together, so English's share of false
-refusals would be spent on one article's questions.
+SQuAD-es, XQuAD en, es and zh, CMRC 2018 and DRCD, and ClapNQ's calibration records (people's own
+questions, where SQuAD's were written to a paragraph), are stored here, each set in a bucket of
+its own with all its articles, as a person's bucket holds more than the document that answers;
+and the engine retrieves (``Engine.evidence``) and reads (``Engine.read``) each of their
+questions. SQuAD 2.0's train part is left out: its calibration articles (Beyoncé, IPod) hold no
+unanswerable question, and three times as many answerable ones as the others together, so
+English's share of false refusals would be spent on one article's questions.
+
+No Chinese set has an unanswerable question, so Chinese ones are made, as SQuAD 2.0's were
+written and as the reader's training makes them (``read.training.made``): an answerable question
+with its year swapped for one its article never mentions, from another article of its set
+("1345 年华沙的人口是多少？" for 1931), asked over the same bucket. A year for a year only: a
+number swapped wherever it stands makes "X.25" "X.1985" and "1935 年" "3,000,000 年", questions
+no one asks.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import random
+import re
 import tempfile
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
@@ -48,7 +57,7 @@ from citewell.read.training.decline import Asked
 from citewell.read.training.group import article_part
 from citewell.read.verifier import ReaderVerifier
 
-__all__ = ["PER_SET", "ServedStore", "calibration_sets", "served_sets"]
+__all__ = ["PER_SET", "ServedStore", "calibration_sets", "held_out_sets"]
 
 T = TypeVar("T")
 
@@ -58,11 +67,14 @@ FIRST_ONLY = 0.0
 """An agent's threshold under which the engine's first reading of a part always stands."""
 READ_ON = 1.0
 """One under which it always reads on, to the part's every candidate."""
+YEAR = re.compile(r"(?<![A-Za-z0-9.])[12]\d{3}(?=\s?年)")
+"""A year in a Chinese question or article, not a number within a name ("X.25", "Internet2")."""
 
 
 def calibration_sets(traindata: Path, evaldata: Path) -> list[DataSet]:
-    """The sets read for the decline rule and the sentence choice, each with its calibration
-    articles' questions (the answerable and the unanswerable) and all its articles."""
+    """The sets read to fit the decline rule and the sentence choice, each with its calibration
+    articles' questions (the answerable and the unanswerable) and all its articles; then the
+    Chinese questions made unanswerable from them."""
     calibrating = calibration_titles(traindata, evaldata)
 
     def calibrates(case: Case) -> bool:
@@ -70,14 +82,17 @@ def calibration_sets(traindata: Path, evaldata: Path) -> list[DataSet]:
             return case.article in calibrating
         return article_part(f"id:{case.id}") == "calibration"  # a record, as the reader's data
 
-    return [
-        dataclasses.replace(data, cases=[c for c in data.cases if calibrates(c)])
-        for data in served_sets(evaldata)
-    ]
+    return _with_made([_only(data, calibrates) for data in _served_sets(evaldata)])
 
 
-def served_sets(evaldata: Path) -> list[DataSet]:
-    """SQuAD 2.0's dev half, SQuAD-es, XQuAD en, es and zh, and ClapNQ, whole."""
+def held_out_sets(evaldata: Path) -> list[DataSet]:
+    """The same sets with their held-out half's questions (``evaluate.holdout``), to measure
+    what calibration fits; then the Chinese questions made unanswerable from them."""
+    return _with_made([_only(data, lambda case: case.held_out) for data in _served_sets(evaldata)])
+
+
+def _served_sets(evaldata: Path) -> list[DataSet]:
+    """SQuAD 2.0's dev half, SQuAD-es, XQuAD en, es and zh, CMRC 2018, DRCD and ClapNQ, whole."""
     xquad = load("xquad", evaldata / "xquad")
     return [
         load("squad2", evaldata / "squad_v2_dev_half"),
@@ -86,8 +101,48 @@ def served_sets(evaldata: Path) -> list[DataSet]:
             dataclasses.replace(xquad.select(language=language), name=f"xquad-{language}")
             for language in ("en", "es", "zh")
         ),
+        load("cmrc2018", evaldata / "cmrc2018"),
+        load("drcd", evaldata / "drcd"),
         load("clapnq", evaldata / "clapnq"),
     ]
+
+
+def _only(data: DataSet, kept: Callable[[Case], bool]) -> DataSet:
+    return dataclasses.replace(data, cases=[case for case in data.cases if kept(case)])
+
+
+def _with_made(sets: list[DataSet]) -> list[DataSet]:
+    """``sets`` and, after them, a set of Chinese questions that no article of their bucket
+    answers: each answerable Chinese question that names a year, the year swapped for one that
+    another article of its set holds and its own never mentions (the articles are stored with
+    their own sets)."""
+    made = DataSet("zh-unanswerable")
+    for data in sets:
+        years = sorted({y for doc in data.documents.values() for y in YEAR.findall(doc.text)})
+        for case in data.cases:
+            named = list(YEAR.finditer(case.question))
+            if case.language != "zh" or not case.answerable or not case.evidence or not named:
+                continue
+            article = data.text(case.bucket, case.evidence[0].filename)
+            others = [year for year in years if year not in article]
+            if not others:
+                continue
+            rng = random.Random(case.id)  # the same question made on every machine
+            year = rng.choice(named)
+            question = (
+                f"{case.question[: year.start()]}{rng.choice(others)}{case.question[year.end() :]}"
+            )
+            made.cases.append(
+                dataclasses.replace(
+                    case,
+                    id=f"{case.id}-swapped",
+                    question=question,
+                    answers=(),
+                    evidence=(),
+                    answerable=False,
+                )
+            )
+    return [*sets, made]
 
 
 class ServedStore:
@@ -175,6 +230,7 @@ def _asked(engine: Engine, case: Case) -> Asked | None:
         case.answerable,
         max(first[0].answerable, whole.reading[0].answerable),
         worded,
+        case.bucket,  # its set's
     )
 
 

@@ -4,6 +4,8 @@ would answer too."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from citewell.model import DeclineRule
@@ -101,3 +103,20 @@ def test_each_language_gets_its_own_rule_and_any_other_the_rule_of_all() -> None
     assert set(rules) == {"en", "zh", "*"}
     assert rules["en"] == DeclineRule.single((0.9 + 0.1) / 2)
     assert rules["zh"] == DeclineRule.single((0.6 + 0.5) / 2)
+
+
+def test_each_sets_answerable_questions_weigh_the_same_in_the_false_refusals() -> None:
+    # 100 easy answerable questions of one set and 20 hard ones of another. Pooled, 8 % of 120
+    # lets the rule decline 9 of the hard set's (45 % of it); weighed by set, each hard one
+    # weighs five easy ones, and 3 of them (15 % of their set, 7.5 % of both) are the budget.
+    easy = [Asked("zh", True, 0.9, True, "drcd") for _ in range(100)]
+    hard = [Asked("zh", True, 0.4 + i / 1000, True, "xquad-zh") for i in range(20)]
+    unanswerable = [Asked("zh", False, 0.3, True, "made")] * 10
+    rule, figures = fit(easy + hard + unanswerable, "zh")
+    assert rule == DeclineRule.single(pytest.approx((0.402 + 0.403) / 2))
+    assert figures["false refusal"] == pytest.approx(0.075)
+    assert figures["refusal"] == 1.0
+    unnamed = [dataclasses.replace(a, source="") for a in easy + hard + unanswerable]
+    pooled, pooled_figures = fit(unnamed, "zh")
+    assert pooled == DeclineRule.single(pytest.approx((0.408 + 0.409) / 2))
+    assert pooled_figures["false refusal"] == pytest.approx(9 / 120)

@@ -16,9 +16,9 @@ runs, not torch's, so they calibrate what ships.
   declines the most unanswerable questions while declining at most 8 % of the answerable ones.
   It is the card's, so every agent without a threshold of its own declines by it, and it is
   chosen again with every delta (``citewell reader calibrate`` chooses it again for the shipped
-  one). Where the calibration articles' questions are read as the engine serves them
-  (``served``: English and Spanish, ``citewell.served_reads``), it is fitted on those, and on
-  the groups elsewhere (Chinese has no unanswerable question on them).
+  one). It is fitted on the calibration articles' questions read as the engine serves them
+  (``served``, ``citewell.served_reads``) in each language they hold both kinds of (Chinese's
+  unanswerable ones made there), and on the groups for any other.
 - The sentence choice (``choice.fit_choices``): per language, between word overlap's pick and
   the reader's likeliest, on the calibration articles' answerable questions read as the engine
   serves them that the reader's decline rule lets through.
@@ -103,8 +103,9 @@ def calibrate(
     words = word_picks(groups, word_pick)
     declines, decline_figures = fit_decline_rules(
         [
-            Asked(groups[i].language, groups[i].answerable, float(a), words[i].sure)
+            Asked(g.language, g.answerable, float(a), words[i].sure, g.dataset)
             for i, a in zip(asked, answerability, strict=True)
+            for g in (groups[i],)
         ]
     )
     served_rules, served_figures = _served_declines(_run_reader(run, config, blends), served)

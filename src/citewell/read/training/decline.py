@@ -6,6 +6,12 @@ unanswerable questions as possible while declining at most ``FALSE_REFUSAL`` of 
 ones, in each language. A refusal of a question the documents answer is the failure a person
 notices first, so that share is the constraint, and the other is what is won.
 
+Each data set's answerable questions weigh the same in that share, however many it brings: a
+person's documents are not one data set's kind, and a pooled share is spent where a set is
+hardest and smallest. Pooled, Chinese's read as served were DRCD's four times over XQuAD zh's,
+and the rule fitted there declined 0.209 of XQuAD zh's calibration questions and 0.185 of its
+held-out ones; weighed by set, 0.116 and 0.100 (docs/benchmarks.md, seventeenth session).
+
 Why two thresholds: on the calibration part, a question whose words no sentence holds (word
 overlap declines it) is unanswerable about twice as often as one that word overlap would answer;
 with one threshold for both, a language's budget of false refusals is spent on questions the
@@ -34,6 +40,8 @@ __all__ = ["FALSE_REFUSAL", "MIN_ANSWERABLE", "Asked", "decline_threshold", "fit
 FALSE_REFUSAL = 0.08
 """The share of answerable questions the rule may decline. Below the 0.10 that answers are held
 to on held-out data (docs/benchmarks.md), since the calibration part is a sample of its own."""
+_ROUNDING = 1e-9
+"""Weights sum to the budget with a float's error; a question just at it is within it."""
 MIN_ANSWERABLE = 20
 """The fewest answerable questions on each side (worded, unworded) for a language to get two
 thresholds; with fewer, a threshold would be fitted to a handful of questions, and the language
@@ -51,6 +59,8 @@ class Asked:
     """The reader's probability that the sentences it read answer it."""
     worded: bool
     """Whether word overlap would answer it too (the rule's lower threshold applies)."""
+    source: str = ""
+    """The data set it comes from: each set's answerable questions weigh the same."""
 
 
 def decline_threshold(
@@ -63,7 +73,7 @@ def decline_threshold(
     kept = np.asarray(answerable, dtype=bool)
     if kept.all() or not kept.any():
         return 0.5
-    return _highest_declining(scores, kept, int(false_refusal * kept.sum()))
+    return _highest_declining(scores, kept, np.ones(len(scores)), false_refusal * kept.sum())
 
 
 def fit_decline_rules(
@@ -76,49 +86,76 @@ def fit_decline_rules(
     kept = np.asarray([a.answerable for a in asked], dtype=bool)
     agree = np.asarray([a.worded for a in asked], dtype=bool)
     spoken = np.asarray([a.language for a in asked])
+    sources = np.asarray([a.source for a in asked])
     rules: dict[str, DeclineRule] = {}
     figures: dict[str, dict[str, float]] = {}
     for language in [*sorted(set(spoken.tolist())), "*"]:
         mask = np.ones(len(scores), dtype=bool) if language == "*" else spoken == language
         if not mask.any():
             continue
-        rule = _fit(scores[mask], kept[mask], agree[mask], false_refusal)
-        single = decline_threshold(list(scores[mask]), list(kept[mask]), false_refusal)
+        weights = _weights(sources[mask], kept[mask])
+        rule = _fit(scores[mask], kept[mask], agree[mask], weights, false_refusal)
+        single = _single(scores[mask], kept[mask], weights, false_refusal)
         rules[language] = rule
+        at = (scores[mask], kept[mask], agree[mask], weights)
         figures[language] = {
             "questions": int(mask.sum()),
             "worded": round(rule.worded, 4),
             "unworded": round(rule.unworded, 4),
-            **_rates("", rule, scores[mask], kept[mask], agree[mask]),
-            "single threshold": round(single, 4),
-            **_rates("single ", DeclineRule.single(single), scores[mask], kept[mask], agree[mask]),
+            **_rates("", rule, *at),
+            "single threshold": round(single.worded, 4),
+            **_rates("single ", single, *at),
         }
     return rules, figures
 
 
-def _fit(
-    scores: np.ndarray, kept: np.ndarray, agree: np.ndarray, false_refusal: float
+def _weights(sources: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """Each question's weight in the share of answerable ones declined: an answerable one's the
+    same total for each set, summing to their number; an unanswerable one's 1."""
+    weights = np.ones(len(sources))
+    named = np.unique(sources[kept])
+    for source in named:
+        mine = kept & (sources == source)
+        weights[mine] = kept.sum() / (len(named) * mine.sum())
+    return weights
+
+
+def _single(
+    scores: np.ndarray, kept: np.ndarray, weights: np.ndarray, false_refusal: float
 ) -> DeclineRule:
-    """The two thresholds, the worded one no higher, that decline the most unanswerable
-    questions within the budget of answerable ones (ties: the fewer answerable declined, then
-    the closer to one threshold)."""
     if kept.all() or not kept.any():
         return DeclineRule()
-    single = DeclineRule.single(_highest_declining(scores, kept, int(false_refusal * kept.sum())))
+    return DeclineRule.single(_highest_declining(scores, kept, weights, false_refusal * kept.sum()))
+
+
+def _fit(
+    scores: np.ndarray,
+    kept: np.ndarray,
+    agree: np.ndarray,
+    weights: np.ndarray,
+    false_refusal: float,
+) -> DeclineRule:
+    """The two thresholds, the worded one no higher, that decline the most unanswerable
+    questions within the budget of answerable ones (ties: the less weight of answerable ones
+    declined, then the closer to one threshold)."""
+    single = _single(scores, kept, weights, false_refusal)
+    if kept.all() or not kept.any():
+        return single
     if min((kept & agree).sum(), (kept & ~agree).sum()) < MIN_ANSWERABLE:
         return single
-    budget = int(false_refusal * kept.sum())
-    best, best_key = single, _key(single, single, scores, kept, agree)
+    budget = false_refusal * kept.sum()
+    best, best_key = single, _key(single, single, scores, kept, agree, weights)
     words, others = scores[agree], scores[~agree]
+    answered_words = kept[agree]
     for worded in _thresholds(words):
-        spent = int((words[kept[agree]] < worded).sum())
-        if spent > budget:
+        spent = float(weights[agree][answered_words & (words < worded)].sum())
+        if spent > budget + _ROUNDING:
             break  # higher thresholds only spend more
-        unworded = _highest_declining(others, kept[~agree], budget - spent)
+        unworded = _highest_declining(others, kept[~agree], weights[~agree], budget - spent)
         if unworded < worded:
             break  # and the higher ones leave less of the budget, so less room still
         rule = DeclineRule(worded=worded, unworded=unworded)
-        key = _key(rule, single, scores, kept, agree)
+        key = _key(rule, single, scores, kept, agree, weights)
         if key > best_key:
             best, best_key = rule, key
     return best
@@ -133,24 +170,34 @@ def _thresholds(scores: np.ndarray) -> list[float]:
     return [float(ordered[0] - 1e-3), *((ordered[:-1] + ordered[1:]) / 2).tolist()]
 
 
-def _highest_declining(scores: np.ndarray, kept: np.ndarray, allowed: int) -> float:
-    """The highest threshold that declines at most ``allowed`` of the answerable scores (all of
-    them, where that is allowed: above the highest score), midway between observed scores."""
-    answered = np.sort(scores[kept])
-    if allowed >= len(answered):
+def _highest_declining(
+    scores: np.ndarray, kept: np.ndarray, weights: np.ndarray, allowed: float
+) -> float:
+    """The highest threshold that declines answerable scores of at most ``allowed`` weight (all
+    of them, where that is allowed: above the highest score), midway between observed scores."""
+    order = np.argsort(scores[kept], kind="stable")
+    answered = scores[kept][order]
+    spent = np.cumsum(weights[kept][order])
+    declinable = int(np.searchsorted(spent, allowed + _ROUNDING, side="right"))
+    if declinable >= len(answered):
         return float(min(1.0, scores.max() + 1e-3))
-    upper = answered[allowed]  # the lowest answerable one kept
+    upper = answered[declinable]  # the lowest answerable one kept
     below = scores[scores < upper]
     lower = below.max() if len(below) else upper - 1e-3
     return float((upper + lower) / 2)
 
 
 def _key(
-    rule: DeclineRule, single: DeclineRule, scores: np.ndarray, kept: np.ndarray, agree: np.ndarray
-) -> tuple[int, int, float]:
+    rule: DeclineRule,
+    single: DeclineRule,
+    scores: np.ndarray,
+    kept: np.ndarray,
+    agree: np.ndarray,
+    weights: np.ndarray,
+) -> tuple[int, float, float]:
     declined = _declined(rule, scores, agree)
     apart = abs(rule.worded - single.worded) + abs(rule.unworded - single.unworded)
-    return int((declined & ~kept).sum()), -int((declined & kept).sum()), -apart
+    return int((declined & ~kept).sum()), -float(weights[declined & kept].sum()), -apart
 
 
 def _declined(rule: DeclineRule, scores: np.ndarray, agree: np.ndarray) -> np.ndarray:
@@ -158,9 +205,15 @@ def _declined(rule: DeclineRule, scores: np.ndarray, agree: np.ndarray) -> np.nd
 
 
 def _rates(
-    prefix: str, rule: DeclineRule, scores: np.ndarray, kept: np.ndarray, agree: np.ndarray
+    prefix: str,
+    rule: DeclineRule,
+    scores: np.ndarray,
+    kept: np.ndarray,
+    agree: np.ndarray,
+    weights: np.ndarray,
 ) -> dict[str, float]:
+    """The share of unanswerable questions declined, and the weighted share of answerable ones."""
     declined = _declined(rule, scores, agree)
     refusal = float(declined[~kept].mean()) if (~kept).any() else 0.0
-    false = float(declined[kept].mean()) if kept.any() else 0.0
+    false = float(weights[declined & kept].sum() / kept.sum()) if kept.any() else 0.0
     return {f"{prefix}refusal": round(refusal, 4), f"{prefix}false refusal": round(false, 4)}
