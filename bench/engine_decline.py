@@ -45,25 +45,27 @@ SETTINGS = Settings(
 def rows(
     half: str, asked: Sequence[Asked], card: Reader, fitted: dict[str, DeclineRule]
 ) -> list[list[object]]:
+    """Per language its questions, then each set's of them (a made question counts with the
+    set it was made from), declined by the card's rule and by the fitted one."""
     found: list[list[object]] = []
     for language in sorted({a.language for a in asked}):
-        mine = [a for a in asked if a.language == language]
         if language not in fitted:
             continue
-        rule = fitted[language]
-        by_card = _declined(mine, card.decline_rule(language))
-        by_fit = _declined(mine, rule)
-        found.append(
-            [
-                half,
-                language,
-                sum(a.answerable for a in mine),
-                sum(not a.answerable for a in mine),
-                *by_card,
-                *by_fit,
-                f"{rule.worded:.4f} / {rule.unworded:.4f}",
-            ]
-        )
+        mine = [a for a in asked if a.language == language]
+        sources = sorted({a.source for a in mine})
+        for source in ["", *sources] if len(sources) > 1 else [""]:
+            ours = [a for a in mine if source in ("", a.source)]
+            found.append(
+                [
+                    half,
+                    f"{language}: {source}" if source else language,
+                    sum(a.answerable for a in ours),
+                    sum(not a.answerable for a in ours),
+                    *_declined(ours, card.decline_rule(language)),
+                    *_declined(ours, fitted[language]),
+                    f"{fitted[language].worded:.4f} / {fitted[language].unworded:.4f}",
+                ]
+            )
     return found
 
 
