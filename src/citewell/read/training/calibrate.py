@@ -103,9 +103,14 @@ def calibrate(
     words = word_picks(groups, word_pick)
     declines, decline_figures = fit_decline_rules(
         [
-            Asked(g.language, g.answerable, float(a), words[i].sure, g.dataset)
+            Asked(
+                groups[i].language,
+                groups[i].answerable,
+                float(a),
+                words[i].sure,
+                groups[i].dataset,
+            )
             for i, a in zip(asked, answerability, strict=True)
-            for g in (groups[i],)
         ]
     )
     served_rules, served_figures = _served_declines(_run_reader(run, config, blends), served)

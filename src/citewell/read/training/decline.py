@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from citewell.model import DeclineRule
 
@@ -64,16 +65,20 @@ class Asked:
 
 
 def decline_threshold(
-    best: Sequence[float], answerable: Sequence[bool], false_refusal: float = FALSE_REFUSAL
+    best: ArrayLike,
+    answerable: ArrayLike,
+    false_refusal: float = FALSE_REFUSAL,
+    weights: ArrayLike | None = None,
 ) -> float:
     """The highest answerability threshold that declines at most ``false_refusal`` of the
-    answerable questions, midway between two observed scores; 0.5 when the questions hold no
-    unanswerable one (or no answerable one)."""
+    answerable questions (by ``weights``, each 1 unless given), midway between two observed
+    scores; 0.5 when the questions hold no unanswerable one (or no answerable one)."""
     scores = np.asarray(best, dtype=np.float64)
     kept = np.asarray(answerable, dtype=bool)
     if kept.all() or not kept.any():
         return 0.5
-    return _highest_declining(scores, kept, np.ones(len(scores)), false_refusal * kept.sum())
+    each = np.ones(len(scores)) if weights is None else np.asarray(weights, dtype=np.float64)
+    return _highest_declining(scores, kept, each, false_refusal * kept.sum())
 
 
 def fit_decline_rules(
@@ -95,7 +100,9 @@ def fit_decline_rules(
             continue
         weights = _weights(sources[mask], kept[mask])
         rule = _fit(scores[mask], kept[mask], agree[mask], weights, false_refusal)
-        single = _single(scores[mask], kept[mask], weights, false_refusal)
+        single = DeclineRule.single(
+            decline_threshold(scores[mask], kept[mask], false_refusal, weights)
+        )
         rules[language] = rule
         at = (scores[mask], kept[mask], agree[mask], weights)
         figures[language] = {
@@ -120,14 +127,6 @@ def _weights(sources: np.ndarray, kept: np.ndarray) -> np.ndarray:
     return weights
 
 
-def _single(
-    scores: np.ndarray, kept: np.ndarray, weights: np.ndarray, false_refusal: float
-) -> DeclineRule:
-    if kept.all() or not kept.any():
-        return DeclineRule()
-    return DeclineRule.single(_highest_declining(scores, kept, weights, false_refusal * kept.sum()))
-
-
 def _fit(
     scores: np.ndarray,
     kept: np.ndarray,
@@ -138,9 +137,9 @@ def _fit(
     """The two thresholds, the worded one no higher, that decline the most unanswerable
     questions within the budget of answerable ones (ties: the less weight of answerable ones
     declined, then the closer to one threshold)."""
-    single = _single(scores, kept, weights, false_refusal)
+    single = DeclineRule.single(decline_threshold(scores, kept, false_refusal, weights))
     if kept.all() or not kept.any():
-        return single
+        return single  # 0.5: nothing to tell apart
     if min((kept & agree).sum(), (kept & ~agree).sum()) < MIN_ANSWERABLE:
         return single
     budget = false_refusal * kept.sum()
