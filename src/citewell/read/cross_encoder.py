@@ -30,7 +30,7 @@ import numpy as np
 from citewell.embed.base import LazyModel
 from citewell.embed.e5 import E5Small
 from citewell.encoder import (
-    E5_EMBEDDING,
+    E5_OUTLIER_CHANNELS,
     E5Weights,
     EncoderSession,
     Recipe,
@@ -123,18 +123,20 @@ class ReaderCard:
 
 
 def reader_recipe(card: ReaderCard, delta: ReaderDelta) -> Recipe:
-    """The reader's build: int8 but for the products the embedder keeps in fp32 (the outliers of
-    the first six feed-forward outputs), the delta merged in. All int8, a validation pair's
-    probability moved up to 0.57 from torch's (mean 0.042); so, up to 0.15 (mean 0.014), for
-    25 % more time; fp32 took 2.3x as long (docs/benchmarks.md, "citewell's reader"). Its
-    weights in 7 bits, so that it scores alike on every CPU its card may be used on, with VNNI
-    or without (``encoder.build.Precision``); on one without, that is also closer to fp32."""
+    """The reader's build: int8 products, the delta merged in, but for the outlier channel of
+    each of the first six feed-forward outputs, multiplied apart in fp32
+    (``encoder.E5_OUTLIER_CHANNELS``). All int8, a validation pair's probability moved up to
+    0.67 from fp32's (mean 0.047); with the outliers apart, up to 0.19 (mean 0.010, as with
+    those six products whole in fp32, which took 25 % longer; docs/benchmarks.md, "The
+    reader's outlier channels apart"). Its weights in 7 bits, so that it scores alike on every
+    CPU its card may be used on, with VNNI or without (``encoder.build.Precision``); on one
+    without, that is also closer to fp32."""
     return Recipe(
         name=card.name,
         layers=card.layers,
         head=delta.head(),
         precision="int7",
-        fp32_products=E5_EMBEDDING.fp32_products,
+        fp32_channels=E5_OUTLIER_CHANNELS,
         changes=delta,
     )
 
