@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 import textwrap
+import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -151,5 +153,37 @@ def test_a_store_of_the_last_schema_is_upgraded_with_its_sources_whole(
         store.delete_source(source.id)  # foreign keys are on again: its chunks go with it
         conn = sqlite3.connect(tmp_path / "citewell.db")
         assert conn.execute("SELECT count(*) FROM chunks").fetchone() == (0,)
+    finally:
+        store.close()
+
+
+def test_a_store_opened_while_another_process_creates_its_database_waits_for_it(
+    tmp_path: Path,
+) -> None:
+    # Another writer holds a write lock on the database before it is in WAL mode, as a process
+    # creating the same store does; SQLite refuses the switch to WAL at once, without waiting.
+    locked, release = threading.Event(), threading.Event()
+
+    def create_slowly() -> None:
+        other = sqlite3.connect(tmp_path / "citewell.db", isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("CREATE TABLE other_process (x)")
+        locked.set()
+        release.wait()
+        other.execute("COMMIT")
+        other.close()
+
+    creator = threading.Thread(target=create_slowly)
+    creator.start()
+    locked.wait()
+    threading.Timer(0.5, release.set).start()
+    started = time.monotonic()
+    store = SQLiteStore(tmp_path, embedder=EMBEDDER, dim=DIM)
+    creator.join()
+    try:
+        assert time.monotonic() - started >= 0.5
+        assert store.create_bucket("notes", tenant_id="default").name == "notes"
+        with sqlite3.connect(tmp_path / "citewell.db") as conn:
+            assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     finally:
         store.close()

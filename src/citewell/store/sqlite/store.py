@@ -16,6 +16,7 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, date, datetime, timedelta
@@ -51,10 +52,28 @@ __all__ = ["SQLiteStore"]
 _PENDING = "pending"
 _ALLOWED_CACHE_SIZE = 256
 """Scopes whose visible sources are remembered (until the next write)."""
+_BUSY_SECONDS = 30.0
+"""How long a connection waits for another's lock before the store fails."""
 
 
 _UTC_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 """Fixed-width UTC timestamps, so that text order is time order."""
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """Switch the database to write-ahead logging, waiting as for any lock. SQLite answers
+    "database is locked" at once, without waiting, while another process holds a write lock on
+    a database not yet in WAL mode: another process creating the same store (two `citewell`
+    commands started together on a new data folder, or two ingest workers)."""
+    deadline = time.monotonic() + _BUSY_SECONDS
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def _store_errors() -> AbstractContextManager[None]:
@@ -165,10 +184,10 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             conn = sqlite3.connect(
-                self._path, isolation_level=None, check_same_thread=False, timeout=30
+                self._path, isolation_level=None, check_same_thread=False, timeout=_BUSY_SECONDS
             )
             conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA journal_mode = WAL")
+            _use_wal(conn)
             conn.execute("PRAGMA synchronous = NORMAL")  # durable across process crashes in WAL
             conn.execute("PRAGMA foreign_keys = ON")
             self._local.conn = conn
