@@ -63,5 +63,6 @@ E5_EMBEDDING = Recipe(
 """The default embedder's model: all 12 layers in int8 (7-bit weights), but for the outlier
 channel of each of the first six feed-forward outputs, multiplied apart in fp32, which one int8
 scale per call cannot hold. Against those six products whole in fp32 (the build before), a
-passage in about 15 % less time, its vector at cosine 0.9986 to fp32's instead of 0.9990 and
-SciFact retrieved as well (docs/benchmarks.md, "The embedder's outlier channels apart")."""
+passage in 14 % less time, its vector at cosine 0.9987 to fp32's instead of 0.9990, and
+SciFact retrieved as well (docs/benchmarks.md, nineteenth session: "Word overlap embeds its own
+question, and the embedder's outlier channels apart")."""
