@@ -433,7 +433,7 @@ def quality(args: argparse.Namespace) -> None:
             if in_process:
                 # Each asker opens the store on its own, so that none answers with what another
                 # remembered: the question's vector above all, which the reader asking first
-                # would otherwise embed for word overlap (8-9 ms of its 22-27 at 10k passages).
+                # would otherwise embed for word overlap (6-9 ms of its 17-27 at 10k passages).
                 for reader_name in args.readers:
                     own = stack.enter_context(Library.open(settings))
                     reader = named_reader(own, reader_name)

