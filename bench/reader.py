@@ -11,9 +11,10 @@ same half); SciFact only measures. Per set:
   is a miss);
 - ``answerable AUC``: ROC-AUC of the question's answerability (the reader's ``answerable``
   blend; a signal alone: its best sentence's), answerable vs unanswerable questions (SQuAD 2.0
-  en/es, ClapNQ); with each reader's decline rule for the set's language (its lower threshold
-  where word overlap would answer the question too), the share of unanswerable questions
-  declined and of answerable ones wrongly declined;
+  en/es, ClapNQ, and the held-back CUAD contracts and MTRAG conversations); with each reader's
+  decline rule for the set's language (its lower threshold where word overlap would answer the
+  question too), the share of unanswerable questions declined and of answerable ones wrongly
+  declined;
 - ``support AUC``: ROC-AUC of supporting vs other spans (SNLI test: entailment vs not; SciFact
   train claims: rationale sentences vs the cited abstracts' other sentences); with each reader's
   support threshold for the set's language, as its verifier keeps a citation (a claim stating a

@@ -42,8 +42,9 @@ from citewell.read.training.net import ReaderNet
 __all__ = ["Budget", "TrainConfig", "evaluate", "figures", "train", "train_from_folders"]
 
 COLUMN = {"answers": 0, "supports": 1}
-AUC_SETS = ("squad2", "squad2-es", "clapnq")
-"""Sets whose unanswerable questions measure answerability."""
+AUC_SETS = ("squad2", "squad2-es", "clapnq", "cuad", "mtrag")
+"""Sets whose unanswerable questions measure answerability: a contract's clause categories it
+leaves empty, and MTRAG's questions its collection does not answer, beside Wikipedia's."""
 
 
 @dataclass
