@@ -40,7 +40,7 @@ from citewell.read.training.data import (
 from citewell.read.training.documents import cuad_groups, mtrag_groups
 from citewell.read.training.group import calibration_articles
 from citewell.read.training.interpolate import interpolated, widened
-from citewell.read.training.loop import Budget, TrainConfig, train
+from citewell.read.training.loop import AUC_SETS, Budget, TrainConfig, train
 from citewell.read.training.made import altered_claims, restated_claim, unanswerable_variants
 from citewell.read.training.metrics import roc_auc, top1
 from citewell.read.training.net import ReaderNet
@@ -287,6 +287,18 @@ def test_contracts_and_service_pages_are_kept_apart_by_document(evaldata: Path) 
         for part in ("training", "validation")
     }
     assert asked["training"] and asked["validation"]
+
+
+def test_every_validation_set_with_unanswerable_questions_has_its_answerability_measured(
+    validation: list[Group],
+) -> None:
+    asked = [g for g in validation if g.task == "answers"]
+    mixed = {
+        dataset
+        for dataset in {g.dataset for g in asked}
+        if {g.answerable for g in asked if g.dataset == dataset} == {True, False}
+    }
+    assert mixed == set(AUC_SETS)  # the contracts and service pages among them
 
 
 def test_metrics() -> None:
