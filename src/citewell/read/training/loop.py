@@ -11,7 +11,9 @@ curve.
 Loss, per group of a question and its candidate sentences: binary cross-entropy of every
 candidate's ``answers`` (or ``supports``) logit, plus for an ``answers`` group a listwise term
 that puts the answering candidates above the others and above a fixed "none" logit of 0, which
-an unanswerable question's candidates must all stay below, so "decline" is a threshold.
+an unanswerable question's candidates must all stay below, so "decline" is a threshold. With an
+``anchor``, each pair's logit also has the starting reader's probability as a target, computed
+once before the first step (and again on resuming, from the same start).
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -59,6 +60,9 @@ class _Pairs:
     by_group: list[list[int]]
     """Pair indices of each group."""
     states: list[torch.Tensor]
+    anchors: torch.Tensor | None = None
+    """The starting reader's logits for every pair (pairs × tasks), where the recipe anchors
+    the steps to it."""
 
 
 def train_from_folders(
@@ -130,6 +134,10 @@ def train(
             f"{name}: {len(which.ids)} pairs, {tokens} tokens, lower layers in "
             f"{time.monotonic() - began:.0f} s"
         )
+    if config.anchor:
+        began = time.monotonic()
+        pairs.anchors = _logits(net, pairs)  # before _resume: the net is still the start
+        report(f"anchored to the starting reader's logits in {time.monotonic() - began:.0f} s")
     rng = random.Random(config.seed)
     epochs = [list(_batches(pairs, config.batch_tokens, rng)) for _ in range(_ceil(config.epochs))]
     steps = [batch for epoch in epochs for batch in epoch]
@@ -144,7 +152,7 @@ def train(
     saved = began = time.monotonic()
     for step in range(done, len(steps)):
         net.train()
-        loss = _loss(net, pairs, steps[step])
+        loss = _loss(net, pairs, steps[step], config.anchor)
         optimizer.zero_grad()
         loss.backward()  # type: ignore[no-untyped-call]
         torch.nn.utils.clip_grad_norm_(net.trainable(), 1.0)
@@ -300,19 +308,23 @@ def _upper(net: ReaderNet, pairs: _Pairs, batch: Sequence[int]) -> torch.Tensor:
     return net.upper(states, mask)
 
 
-def _loss(net: ReaderNet, pairs: _Pairs, batch: Sequence[int]) -> torch.Tensor:
+def _loss(net: ReaderNet, pairs: _Pairs, batch: Sequence[int], anchor: float = 0.0) -> torch.Tensor:
     logits = _upper(net, pairs, batch)
     owners = [pairs.owner[i] for i in batch]
-    labels, chosen = [], []
+    labels, chosen, columns = [], [], []
     position: dict[int, list[int]] = defaultdict(list)
     for row, (index, group) in enumerate(zip(batch, owners, strict=True)):
-        task = pairs.groups[group].task
-        chosen.append(logits[row, COLUMN[task]])
+        column = COLUMN[pairs.groups[group].task]
+        chosen.append(logits[row, column])
+        columns.append(column)
         labels.append(float(pairs.labels[index]))
         position[group].append(row)
     scores = torch.stack(chosen)
     target = torch.tensor(labels)
     loss = F.binary_cross_entropy_with_logits(scores, target)
+    if anchor and pairs.anchors is not None:
+        start = pairs.anchors[list(batch), columns]
+        loss = loss + anchor * F.binary_cross_entropy_with_logits(scores, torch.sigmoid(start))
     listwise = []
     for group, rows in position.items():
         if pairs.groups[group].task != "answers":
@@ -329,20 +341,24 @@ def _loss(net: ReaderNet, pairs: _Pairs, batch: Sequence[int]) -> torch.Tensor:
     return loss
 
 
-def scores_of(net: ReaderNet, pairs: _Pairs, batch_tokens: int = 4800) -> list[list[float]]:
-    """Each group's candidates' probabilities for its own task."""
+def _logits(net: ReaderNet, pairs: _Pairs, batch_tokens: int = 4800) -> torch.Tensor:
+    """Every pair's logits (pairs × tasks)."""
     order = sorted(range(len(pairs.ids)), key=lambda i: len(pairs.ids[i]))
-    probability = np.zeros(len(pairs.ids))
+    found = torch.zeros((len(pairs.ids), len(COLUMN)))
     net.eval()
     with torch.no_grad():
         for batch in _length_batches(order, pairs.ids, batch_tokens):
-            logits = _upper(net, pairs, batch)
-            for row, index in enumerate(batch):
-                column = COLUMN[pairs.groups[pairs.owner[index]].task]
-                probability[index] = torch.sigmoid(logits[row, column]).item()
+            found[batch] = _upper(net, pairs, batch)
+    return found
+
+
+def scores_of(net: ReaderNet, pairs: _Pairs, batch_tokens: int = 4800) -> list[list[float]]:
+    """Each group's candidates' probabilities for its own task."""
+    probability = torch.sigmoid(_logits(net, pairs, batch_tokens))
     found: list[list[float]] = [[] for _ in pairs.groups]
     for index, group in enumerate(pairs.owner):
-        found[group].append(float(probability[index]))
+        column = COLUMN[pairs.groups[group].task]
+        found[group].append(float(probability[index, column]))
     return found
 
 
