@@ -589,3 +589,23 @@ def _torch_logits(net: ReaderNet, ids: list[int]) -> np.ndarray:
     tokens = torch.tensor([ids])
     mask = torch.ones_like(tokens, dtype=torch.float32)
     return net.upper(net.lower(tokens, mask), mask)[0].numpy()
+
+
+def test_an_anchored_run_resumes_exactly_anchored_to_where_it_started(
+    training: list[Group], tmp_path: Path
+) -> None:
+    held, cache = training[-8:], tmp_path / "cache"
+    assert train(TINY, training[:24], held, tmp_path / "start", cache, report=_quiet)
+    on = dataclasses.replace(TINY, starts_from=str(tmp_path / "start"), anchor=1.0)
+    new = training[24:48]
+    whole = train(on, new, held, tmp_path / "whole", cache, report=_quiet)
+    assert whole is not None
+    result, invocations = None, 0
+    while result is None:  # each invocation stops after one step, its anchors read afresh
+        invocations += 1
+        result = train(on, new, held, tmp_path / "stepwise", cache, Budget(1e-9), _quiet)
+    assert invocations == whole["steps"]
+    assert result["sha256"] == whole["sha256"]  # the start's logits, not the run's so far
+    said: list[str] = []
+    assert train(on, new, held, tmp_path / "whole", cache, report=said.append) is not None
+    assert not [line for line in said if line.startswith("anchored")]  # nothing left to anchor

@@ -26,6 +26,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -134,10 +135,6 @@ def train(
             f"{name}: {len(which.ids)} pairs, {tokens} tokens, lower layers in "
             f"{time.monotonic() - began:.0f} s"
         )
-    if config.anchor:
-        began = time.monotonic()
-        pairs.anchors = _logits(net, pairs)  # before _resume: the net is still the start
-        report(f"anchored to the starting reader's logits in {time.monotonic() - began:.0f} s")
     rng = random.Random(config.seed)
     epochs = [list(_batches(pairs, config.batch_tokens, rng)) for _ in range(_ceil(config.epochs))]
     steps = [batch for epoch in epochs for batch in epoch]
@@ -145,7 +142,12 @@ def train(
     optimizer = torch.optim.AdamW(net.trainable(), lr=config.learning_rate, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, _warmup_linear(len(steps), config))
     curve: list[dict[str, object]] = []
-    done, spent = _resume(out, config, net, optimizer, schedule, curve)
+    saved_run = _saved(out, config)
+    if config.anchor and (saved_run is None or saved_run["step"] < len(steps)):
+        began = time.monotonic()
+        pairs.anchors = _logits(net, pairs)  # before the run so far is loaded: still the start
+        report(f"anchored to the starting reader's logits in {time.monotonic() - began:.0f} s")
+    done, spent = _resume(saved_run, net, optimizer, schedule, curve)
     started -= spent  # a resumed run's time counts its earlier sessions
     report(f"{len(steps)} steps of about {config.batch_tokens} tokens; from step {done}")
     points = {round(len(steps) * f): f for f in (0.25, 0.5, 1.0)}
@@ -308,7 +310,7 @@ def _upper(net: ReaderNet, pairs: _Pairs, batch: Sequence[int]) -> torch.Tensor:
     return net.upper(states, mask)
 
 
-def _loss(net: ReaderNet, pairs: _Pairs, batch: Sequence[int], anchor: float = 0.0) -> torch.Tensor:
+def _loss(net: ReaderNet, pairs: _Pairs, batch: Sequence[int], anchor: float) -> torch.Tensor:
     logits = _upper(net, pairs, batch)
     owners = [pairs.owner[i] for i in batch]
     labels, chosen, columns = [], [], []
@@ -438,24 +440,31 @@ def _recipe(config: TrainConfig) -> dict[str, object]:
     return recipe
 
 
-def _resume(
-    out: Path,
-    config: TrainConfig,
-    net: ReaderNet,
-    optimizer: torch.optim.Optimizer,
-    schedule: torch.optim.lr_scheduler.LambdaLR,
-    curve: list[dict[str, object]],
-) -> tuple[int, float]:
-    """The step to go on from and the seconds spent before it."""
+def _saved(out: Path, config: TrainConfig) -> dict[str, Any] | None:
+    """The run so far in ``out``, if any; a ValueError if another recipe wrote it."""
     path = out / "checkpoint.pt"
     if not path.exists():
-        return 0, 0.0
-    state = torch.load(path, weights_only=False)
+        return None
+    state: dict[str, Any] = torch.load(path, weights_only=False)
     if state.get("recipe", _recipe(config)) != _recipe(config):
         raise ValueError(
             f"{path} was written by another recipe ({state['recipe']}); resume it with the "
             "options it was started with, or train into a new folder"
         )
+    return state
+
+
+def _resume(
+    state: dict[str, Any] | None,
+    net: ReaderNet,
+    optimizer: torch.optim.Optimizer,
+    schedule: torch.optim.lr_scheduler.LambdaLR,
+    curve: list[dict[str, object]],
+) -> tuple[int, float]:
+    """The run so far loaded (``_saved``): the step to go on from and the seconds spent before
+    it."""
+    if state is None:
+        return 0, 0.0
     with torch.no_grad():
         for parameter, saved in zip(net.trainable(), state["trainable"], strict=True):
             parameter.copy_(saved)
