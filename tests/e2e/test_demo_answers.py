@@ -148,3 +148,37 @@ def test_two_questions_about_a_document_sent_with_the_request_are_both_answered(
     )
     cited = [c.cited_text.strip() for block in message.content for c in block.citations or ()]
     assert cited == quoted
+
+
+def test_a_part_the_document_does_not_answer_is_said_unanswered_after_the_others_answer(
+    url: str,
+) -> None:
+    client = anthropic.Anthropic(base_url=url, api_key="unused", max_retries=0, timeout=120)
+    message = client.messages.create(
+        model="citewell-agent",
+        max_tokens=512,
+        messages=[
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "document",
+                        "source": {"type": "text", "media_type": "text/plain", "data": PLAIN_FACTS},
+                        "title": "Shop policy",
+                        "citations": {"enabled": True},
+                    },
+                    {"type": "text", "text": "What is the refund window, and who owns the shop?"},
+                ],
+            }
+        ],
+    )
+    blocks = [
+        (block.text, [c.cited_text for c in block.citations or ()]) for block in message.content
+    ]
+    assert blocks == [
+        (
+            "Refunds are accepted within 30 days with a receipt.",
+            ["Refunds are accepted within 30 days with a receipt."],
+        ),
+        (" The available sources do not answer “Who owns the shop?”", []),
+    ]

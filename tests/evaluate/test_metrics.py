@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from citewell.cite.writer import part_refusal
 from citewell.evaluate.loaders import Case, Evidence
 from citewell.evaluate.metrics import (
     Cited,
@@ -174,3 +175,12 @@ def test_a_disagreement_is_flagged_when_both_its_sides_are_marked_and_answered_c
     assert result["current_cited_first"].value == pytest.approx(2 / 3)
     assert result["current_cited_first"].n == 3
     assert result["false_conflict"].value == 0.5 and result["false_conflict"].n == 2
+
+
+def test_saying_the_sources_do_not_answer_a_part_is_not_a_claim_left_uncited() -> None:
+    said = "In Paris. " + part_refusal("When was it built?", "en")
+    pairs = [(case("1", evidence=GOLD), Outcome(said, (cite(10, 15, (0, 9)),), False, None, 1.0))]
+    got = figures(pairs, [REFUSAL])
+    assert got["citation_completeness"].value == 1.0
+    assert got["citation_completeness"].n == 1
+    assert got["false_refusal"].value == 0.0  # an answer to the other part is no refusal

@@ -431,14 +431,34 @@ def test_each_answered_part_gets_its_likeliest_sentence_in_the_questions_order()
     ]
 
 
-def test_a_part_the_reader_found_unanswered_gets_no_sentence() -> None:
-    asked = evidence("How much is membership, and who founded the shop?", HOURS_AND_PRICE)
+def test_a_part_the_reader_found_unanswered_gets_no_sentence_and_is_said_unanswered() -> None:
+    asked = evidence("Who founded the shop, and how much is membership?", HOURS_AND_PRICE)
     found = read(
         asked,
-        ("How much is membership?", True, {3: 0.91}),
         ("Who founded the shop?", False, {1: 0.12, 3: 0.05}),
+        ("How much is membership?", True, {3: 0.91}),
     )
-    assert drafts(found) == [CitedSentence("Membership costs forty euros a year.", (3,))]
+    assert drafts(found) == [
+        CitedSentence("Membership costs forty euros a year.", (3,)),
+        Remark(" The available sources do not answer “Who founded the shop?”"),
+    ]
+
+
+def test_in_chinese_an_unanswered_part_is_said_so_in_chinese_with_no_space() -> None:
+    asked = evidence(
+        "茶园几点开门？另外，谁创办了茶园？",
+        [Doc(["茶园每天上午八点开门。", "门票二十元。"], filename="茶园.txt")],
+        language="zh",
+    )
+    found = read(
+        asked,
+        ("茶园几点开门？", True, {1: 0.9}),
+        ("谁创办了茶园？", False, {2: 0.1}),
+    )
+    assert drafts(found) == [
+        CitedSentence("茶园每天上午八点开门。", (1,)),
+        Remark("现有资料无法回答“谁创办了茶园？”"),
+    ]
 
 
 def test_one_sentence_answering_two_parts_is_said_once() -> None:

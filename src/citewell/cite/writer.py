@@ -42,13 +42,31 @@ from citewell.model import (
     Trace,
 )
 
-__all__ = ["REFUSALS", "AnswerWriter"]
+__all__ = ["PART_REFUSED", "REFUSALS", "AnswerWriter", "part_refusal"]
 
 REFUSALS = {
     "en": "The available sources do not answer this question.",
     "es": "Las fuentes disponibles no responden a esta pregunta.",
     "zh": "现有资料无法回答这个问题。",
 }
+_PART_REFUSALS = {
+    "en": "The available sources do not answer “{part}”",
+    "es": "Las fuentes disponibles no responden a «{part}»",
+    "zh": "现有资料无法回答“{part}”",
+}
+PART_REFUSED = re.compile(
+    "|".join(
+        re.escape(said).replace(re.escape("{part}"), "[^”»]*") for said in _PART_REFUSALS.values()
+    )
+)
+"""Where an answer says that the sources do not answer one part of its question."""
+
+
+def part_refusal(part: str, language: str | None) -> str:
+    """What an answer says of a part of its question that the sources do not answer, so that an
+    answer to the other parts is not taken for the whole answer."""
+    said = _PART_REFUSALS.get(language or "en", _PART_REFUSALS["en"])
+    return said.format(part=part.strip().replace("”", '"').replace("»", '"'))
 
 
 @dataclass

@@ -16,6 +16,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from citewell.cite.writer import PART_REFUSED
 from citewell.evaluate.loaders import Case, Evidence
 
 __all__ = [
@@ -174,7 +175,8 @@ def contains(answer: str, golds: Iterable[str]) -> bool:
 
 def figures(pairs: Sequence[tuple[Case, Outcome]], refusals: Sequence[str]) -> dict[str, Figure]:
     """Every figure over the given (case, outcome) pairs. ``refusals`` are the server's refusal
-    sentences: they are removed from an answer before its claims are counted."""
+    sentences: they, and what it says of a part it does not answer, are removed from an answer
+    before its claims are counted."""
     answerable = [(c, o) for c, o in pairs if c.answerable and o.error is None]
     unanswerable = [(c, o) for c, o in pairs if not c.answerable and o.error is None]
     answered = [(c, o) for c, o in answerable if not o.declined]
@@ -185,6 +187,7 @@ def figures(pairs: Sequence[tuple[Case, Outcome]], refusals: Sequence[str]) -> d
         text = outcome.text
         for refusal in refusals:
             text = text.replace(refusal, " " * len(refusal))
+        text = PART_REFUSED.sub(lambda said: " " * len(said.group()), text)
         for start, end in claims(text):
             total_claims += 1
             valid_claims += any(

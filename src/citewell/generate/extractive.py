@@ -8,7 +8,9 @@ decides which parts of the question are answered (when it found none, the engine
 asking), and each answered part gets its answer, in the question's order: the lexical choice
 below for that part, the reader's likeliest or both, as the reader's card chooses for the
 language, and the reader's likeliest where the lexical choice would decline: a part the reader
-answered is never declined here (``choose_read``, ``model.SentenceChoice``).
+answered is never declined here (``choose_read``, ``model.SentenceChoice``). A part it found
+unanswered is said to be so after the others' answers (``cite.writer.part_refusal``), as an
+answer to the other parts alone reads as if it were the whole answer.
 Otherwise (the word-overlap fallback) that lexical choice answers the whole question.
 
 The lexical choice: a sentence's score is a weighted sum of the signals in ``Features`` (weights
@@ -33,6 +35,7 @@ from dataclasses import dataclass
 import anyio.to_thread
 
 from citewell.cite.evidence import build_evidence, is_heading
+from citewell.cite.writer import part_refusal
 from citewell.config import IngestSettings
 from citewell.documents import RequestSearchResult, given_documents
 from citewell.events import CitedSentence, Declined, Draft, Remark
@@ -194,6 +197,10 @@ class ExtractiveGenerator:
                 text,
             )
             said.add(index)
+        for part in evidence.reading:  # an answer to the others is not the whole answer
+            if not part.answered:
+                refusal = part_refusal(part.text, evidence.language)
+                add(Remark(_separator(previous, refusal) + refusal), refusal)
         return drafts
 
     def choose(
