@@ -104,6 +104,29 @@ PLAIN_FACTS = (  # the newcomer's document of the issue that asked for this
 )
 
 
+def ask_about(url: str, document: str, question: str) -> anthropic.types.Message:
+    """A question about a plain-text document sent with it, over the Messages API."""
+    client = anthropic.Anthropic(base_url=url, api_key="unused", max_retries=0, timeout=120)
+    return client.messages.create(
+        model="citewell-agent",
+        max_tokens=512,
+        messages=[
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "document",
+                        "source": {"type": "text", "media_type": "text/plain", "data": document},
+                        "title": "Shop policy",
+                        "citations": {"enabled": True},
+                    },
+                    {"type": "text", "text": question},
+                ],
+            }
+        ],
+    )
+
+
 @pytest.mark.parametrize(
     ("document", "quoted"),
     [
@@ -124,28 +147,7 @@ PLAIN_FACTS = (  # the newcomer's document of the issue that asked for this
 def test_two_questions_about_a_document_sent_with_the_request_are_both_answered(
     url: str, document: str, quoted: list[str]
 ) -> None:
-    client = anthropic.Anthropic(base_url=url, api_key="unused", max_retries=0, timeout=120)
-    message = client.messages.create(
-        model="citewell-agent",
-        max_tokens=512,
-        messages=[
-            {
-                "role": "user",
-                "content": [
-                    {
-                        "type": "document",
-                        "source": {"type": "text", "media_type": "text/plain", "data": document},
-                        "title": "Shop policy",
-                        "citations": {"enabled": True},
-                    },
-                    {
-                        "type": "text",
-                        "text": "What is the refund window, and do gift cards expire?",
-                    },
-                ],
-            }
-        ],
-    )
+    message = ask_about(url, document, "What is the refund window, and do gift cards expire?")
     cited = [c.cited_text.strip() for block in message.content for c in block.citations or ()]
     assert cited == quoted
 
@@ -153,25 +155,7 @@ def test_two_questions_about_a_document_sent_with_the_request_are_both_answered(
 def test_a_part_the_document_does_not_answer_is_said_unanswered_after_the_others_answer(
     url: str,
 ) -> None:
-    client = anthropic.Anthropic(base_url=url, api_key="unused", max_retries=0, timeout=120)
-    message = client.messages.create(
-        model="citewell-agent",
-        max_tokens=512,
-        messages=[
-            {
-                "role": "user",
-                "content": [
-                    {
-                        "type": "document",
-                        "source": {"type": "text", "media_type": "text/plain", "data": PLAIN_FACTS},
-                        "title": "Shop policy",
-                        "citations": {"enabled": True},
-                    },
-                    {"type": "text", "text": "What is the refund window, and who owns the shop?"},
-                ],
-            }
-        ],
-    )
+    message = ask_about(url, PLAIN_FACTS, "What is the refund window, and who owns the shop?")
     blocks = [
         (block.text, [c.cited_text for c in block.citations or ()]) for block in message.content
     ]
